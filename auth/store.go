@@ -1,0 +1,606 @@
+package auth
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+const (
+	usersFile      = "users.json"
+	ownerTokenFile = "owner.token"
+	tokenPrefix    = "th_"
+	tokenBytes     = 32
+	tokenIDLen     = 8    // hex digits of the hash shown as a token's id
+	maxTokenLen    = 1024 // longer presented tokens are refused without hashing
+	maxNameLen     = 64
+)
+
+// ErrNotFound is returned by Revoke when nothing has the given name or id.
+var ErrNotFound = errors.New("auth: no such user or token")
+
+// errNoChange tells editLocked there is nothing to write.
+var errNoChange = errors.New("auth: nothing to change")
+
+// UserInfo describes a user for listing. It never holds a token or a full hash.
+type UserInfo struct {
+	Name   string
+	Role   string
+	Tokens []TokenInfo
+}
+
+// TokenInfo describes one of a user's tokens: a short id (the first 8 hex digits of
+// its hash), usable with Revoke, and when it was made.
+type TokenInfo struct {
+	ID      string
+	Created time.Time
+}
+
+// The users file as it is on disk.
+type fileData struct {
+	// Roles maps a role name to the grants (or groups, or "*") it carries. Roles
+	// listed here replace the built-in role of the same name.
+	Roles map[string][]string `json:"roles,omitempty"`
+	Users []fileUser          `json:"users"`
+}
+
+type fileUser struct {
+	Name   string      `json:"name"`
+	Role   string      `json:"role"`
+	Tokens []fileToken `json:"tokens"`
+}
+
+type fileToken struct {
+	SHA256  string    `json:"sha256"` // hex SHA-256 of the token
+	Created time.Time `json:"created,omitzero"`
+}
+
+func (d fileData) clone() fileData {
+	c := fileData{Users: make([]fileUser, len(d.Users))}
+	if d.Roles != nil {
+		c.Roles = make(map[string][]string, len(d.Roles))
+		for k, v := range d.Roles {
+			c.Roles[k] = slices.Clone(v)
+		}
+	}
+	for i, u := range d.Users {
+		u.Tokens = slices.Clone(u.Tokens)
+		c.Users[i] = u
+	}
+	return c
+}
+
+// state is a validated users file with what Authenticate needs precomputed.
+type state struct {
+	file   fileData
+	roles  map[string]map[string]bool // effective role -> single grants
+	tokens []tokenEntry
+}
+
+type tokenEntry struct {
+	hash [sha256.Size]byte
+	user int // index into file.Users
+}
+
+// compile validates d and builds its state. d is not copied; callers hand it over.
+func compile(d fileData) (*state, error) {
+	st := &state{file: d, roles: map[string]map[string]bool{}}
+	for name, grants := range builtinRoles {
+		st.roles[name] = grantSet(grants)
+	}
+	for name, grants := range d.Roles {
+		if err := checkName("role", name); err != nil {
+			return nil, err
+		}
+		for _, g := range grants {
+			if _, ok := expand(g); !ok {
+				return nil, fmt.Errorf("role %q: unknown grant %q (known: %s, %s, %s, *)",
+					name, g, strings.Join(allGrants, ", "), GroupTerminalRead, GroupTerminalWrite)
+			}
+		}
+		st.roles[name] = grantSet(grants)
+	}
+	seenUser := map[string]bool{}
+	seenHash := map[[sha256.Size]byte]bool{}
+	for i, u := range d.Users {
+		if err := checkName("user", u.Name); err != nil {
+			return nil, err
+		}
+		if seenUser[u.Name] {
+			return nil, fmt.Errorf("user %q is listed twice", u.Name)
+		}
+		seenUser[u.Name] = true
+		if _, ok := st.roles[u.Role]; !ok {
+			return nil, fmt.Errorf("user %q: unknown role %q", u.Name, u.Role)
+		}
+		for _, t := range u.Tokens {
+			var h [sha256.Size]byte
+			b, err := hex.DecodeString(t.SHA256)
+			if err != nil || len(b) != sha256.Size {
+				return nil, fmt.Errorf("user %q: token hash %q is not 64 hex digits", u.Name, shortID(t.SHA256))
+			}
+			copy(h[:], b)
+			if seenHash[h] {
+				return nil, fmt.Errorf("user %q: token %s is listed twice", u.Name, shortID(t.SHA256))
+			}
+			seenHash[h] = true
+			st.tokens = append(st.tokens, tokenEntry{hash: h, user: i})
+		}
+	}
+	return st, nil
+}
+
+func grantSet(grants []string) map[string]bool {
+	set := map[string]bool{}
+	for _, g := range grants {
+		members, _ := expand(g)
+		for _, m := range members {
+			set[m] = true
+		}
+	}
+	return set
+}
+
+// checkName accepts 1 to 64 letters, digits and . _ @ -.
+func checkName(kind, name string) error {
+	if name == "" {
+		return fmt.Errorf("%s name is empty", kind)
+	}
+	if len(name) > maxNameLen {
+		return fmt.Errorf("%s name %q is longer than %d characters", kind, name, maxNameLen)
+	}
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9',
+			r == '.', r == '_', r == '@', r == '-':
+		default:
+			return fmt.Errorf("%s name %q may only hold letters, digits and . _ @ -", kind, name)
+		}
+	}
+	return nil
+}
+
+func shortID(hash string) string {
+	hash = strings.ToLower(hash)
+	if len(hash) > tokenIDLen {
+		return hash[:tokenIDLen]
+	}
+	return hash
+}
+
+// parse decodes and validates the users file's bytes.
+func parse(b []byte) (*state, error) {
+	var d fileData
+	if len(bytes.TrimSpace(b)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&d); err != nil {
+			return nil, describeJSONError(b, err)
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			return nil, errors.New("unexpected data after the JSON object")
+		}
+	}
+	return compile(d)
+}
+
+func describeJSONError(b []byte, err error) error {
+	var off int64 = -1
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		off = syn.Offset
+	case errors.As(err, &typ):
+		off = typ.Offset
+	}
+	if off < 0 || off > int64(len(b)) {
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	line := 1 + bytes.Count(b[:off], []byte("\n"))
+	col := int(off) - bytes.LastIndexByte(b[:off], '\n')
+	return fmt.Errorf("invalid JSON at line %d, column %d: %w", line, col, err)
+}
+
+// stamp identifies one version of the users file on disk.
+type stamp struct {
+	exists bool
+	info   os.FileInfo
+}
+
+func (a stamp) same(b stamp) bool {
+	if a.exists != b.exists {
+		return false
+	}
+	if !a.exists {
+		return true
+	}
+	if a.info == nil || b.info == nil {
+		return false
+	}
+	return os.SameFile(a.info, b.info) &&
+		a.info.Size() == b.info.Size() &&
+		a.info.ModTime().Equal(b.info.ModTime())
+}
+
+// Store is the users file of one state dir. It is safe for concurrent use. It checks
+// the file's identity, size and modification time (one stat) before each operation
+// and re-reads the file when it changed, so edits on disk take effect without a
+// restart. Deleting the file removes every user.
+type Store struct {
+	dir  string
+	path string
+
+	mu        sync.Mutex
+	st        *state // last good contents; never nil
+	stamp     stamp  // the version of the file st (or reloadErr) came from
+	reloadErr error  // why the file on disk could not be used, or nil
+}
+
+// Open opens the users store in stateDir, creating the directory (mode 0700) if it is
+// missing. A missing users file means no users yet. A users file that cannot be read
+// or is not valid is an error naming the file and what is wrong with it.
+func Open(stateDir string) (*Store, error) {
+	if stateDir == "" {
+		return nil, errors.New("auth: empty state dir")
+	}
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("auth: create state dir: %w", err)
+	}
+	s := &Store{dir: stateDir, path: filepath.Join(stateDir, usersFile)}
+	s.st, _ = compile(fileData{})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.refreshLocked(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Path returns the users file's path.
+func (s *Store) Path() string { return s.path }
+
+// ReloadError returns why the users file on disk is not in use (for example it was
+// edited into invalid JSON), or nil when the store holds the file's current contents.
+// While it is non-nil the store keeps the last good contents.
+func (s *Store) ReloadError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.refreshLocked()
+	return s.reloadErr
+}
+
+// refreshLocked re-reads the users file if it changed since it was last read. On
+// failure the last good state stays in place and the error is returned (and kept in
+// reloadErr until the file changes again).
+func (s *Store) refreshLocked() error {
+	// One stat in the common case where nothing changed.
+	if fi, err := os.Stat(s.path); err == nil && s.stamp.same(stamp{exists: true, info: fi}) {
+		return s.reloadErr
+	}
+	f, err := os.Open(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		cur := stamp{}
+		if !s.stamp.same(cur) || s.reloadErr != nil {
+			s.st, _ = compile(fileData{})
+			s.stamp, s.reloadErr = cur, nil
+		}
+		return nil
+	}
+	if err != nil {
+		s.reloadErr = fmt.Errorf("auth: %w", err)
+		return s.reloadErr
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		s.reloadErr = fmt.Errorf("auth: %w", err)
+		return s.reloadErr
+	}
+	cur := stamp{exists: true, info: fi}
+	if s.stamp.same(cur) {
+		return s.reloadErr
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		s.reloadErr = fmt.Errorf("auth: read %s: %w", s.path, err)
+		return s.reloadErr
+	}
+	st, err := parse(b)
+	s.stamp = cur
+	if err != nil {
+		s.reloadErr = fmt.Errorf("auth: users file %s is not valid: %w", s.path, err)
+		return s.reloadErr
+	}
+	s.st, s.reloadErr = st, nil
+	return nil
+}
+
+// editLocked refreshes, hands a copy of the file to edit, and writes the result.
+func (s *Store) editLocked(edit func(d *fileData) error) error {
+	if err := s.refreshLocked(); err != nil {
+		return fmt.Errorf("%w (fix or remove it before changing users)", err)
+	}
+	d := s.st.file.clone()
+	if err := edit(&d); err != nil {
+		return err // including errNoChange: nothing to write
+	}
+	for i := range d.Users {
+		if d.Users[i].Tokens == nil {
+			d.Users[i].Tokens = []fileToken{} // "tokens": [] reads better than null
+		}
+	}
+	st, err := compile(d)
+	if err != nil {
+		return fmt.Errorf("auth: %w", err)
+	}
+	b, err := json.MarshalIndent(st.file, "", "  ")
+	if err != nil {
+		return fmt.Errorf("auth: %w", err)
+	}
+	if err := writeFileAtomic(s.path, append(b, '\n')); err != nil {
+		return fmt.Errorf("auth: write %s: %w", s.path, err)
+	}
+	s.st, s.reloadErr = st, nil
+	s.stamp = stamp{exists: true} // a nil info matches nothing: re-read next time
+	if fi, err := os.Stat(s.path); err == nil {
+		s.stamp.info = fi
+	}
+	return nil
+}
+
+// writeFileAtomic writes b to path with mode 0600 through a temporary file in the same
+// directory, synced before it is renamed into place.
+func writeFileAtomic(path string, b []byte) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err = f.Chmod(0o600); err != nil {
+		return err
+	}
+	if _, err = f.Write(b); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		d.Sync() // best effort: make the rename itself durable
+		d.Close()
+	}
+	return nil
+}
+
+func hashToken(token string) [sha256.Size]byte {
+	return sha256.Sum256([]byte(token))
+}
+
+func newToken() (token string, hash [sha256.Size]byte, err error) {
+	b := make([]byte, tokenBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", hash, fmt.Errorf("auth: random token: %w", err)
+	}
+	token = tokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+	return token, hashToken(token), nil
+}
+
+// newTokenFor makes a token whose short id no token in d has yet.
+func newTokenFor(d *fileData) (string, fileToken, error) {
+	for range 16 {
+		token, h, err := newToken()
+		if err != nil {
+			return "", fileToken{}, err
+		}
+		hx := hex.EncodeToString(h[:])
+		if !idTaken(d, shortID(hx)) {
+			return token, fileToken{SHA256: hx, Created: time.Now().UTC().Truncate(time.Second)}, nil
+		}
+	}
+	return "", fileToken{}, errors.New("auth: could not make a token with a unique id")
+}
+
+func idTaken(d *fileData, id string) bool {
+	for _, u := range d.Users {
+		for _, t := range u.Tokens {
+			if shortID(t.SHA256) == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// EnsureOwner makes sure someone can sign in to a new host. On a store with no users
+// it creates user "owner" with role owner and writes its token to
+// <stateDir>/owner.token (mode 0600), returning created true. On a store that has
+// users it changes nothing and returns created false; tokenPath is then where the
+// token was written once and may no longer exist.
+func (s *Store) EnsureOwner() (tokenPath string, created bool, err error) {
+	tokenPath = filepath.Join(s.dir, ownerTokenFile)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.refreshLocked(); err != nil {
+		return "", false, err
+	}
+	if len(s.st.file.Users) > 0 {
+		return tokenPath, false, nil
+	}
+	err = s.editLocked(func(d *fileData) error {
+		token, t, err := newTokenFor(d)
+		if err != nil {
+			return err
+		}
+		// The token file goes first: if the users file then fails to save, the next
+		// call finds no users and tries again, and nobody is left without a token.
+		if err := writeFileAtomic(tokenPath, []byte(token+"\n")); err != nil {
+			return fmt.Errorf("auth: write %s: %w", tokenPath, err)
+		}
+		d.Users = append(d.Users, fileUser{Name: RoleOwner, Role: RoleOwner, Tokens: []fileToken{t}})
+		return nil
+	})
+	if err != nil {
+		return "", false, err
+	}
+	return tokenPath, true, nil
+}
+
+// AddToken makes a new token for user and returns it; this is the only time the token
+// exists outside the hands of whoever receives it. A missing user is created with
+// role, which must exist. For an existing user role must be empty or the user's role;
+// AddToken does not change roles.
+func (s *Store) AddToken(user, role string) (token string, err error) {
+	if err := checkName("user", user); err != nil {
+		return "", fmt.Errorf("auth: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err = s.editLocked(func(d *fileData) error {
+		i := slices.IndexFunc(d.Users, func(u fileUser) bool { return u.Name == user })
+		if i >= 0 && role != "" && d.Users[i].Role != role {
+			return fmt.Errorf("auth: user %q has role %q, not %q", user, d.Users[i].Role, role)
+		}
+		if i < 0 {
+			if role == "" {
+				return fmt.Errorf("auth: new user %q needs a role", user)
+			}
+			if _, ok := s.st.roles[role]; !ok {
+				return fmt.Errorf("auth: unknown role %q", role)
+			}
+			d.Users = append(d.Users, fileUser{Name: user, Role: role})
+			i = len(d.Users) - 1
+		}
+		var t fileToken
+		var err error
+		token, t, err = newTokenFor(d)
+		if err != nil {
+			return err
+		}
+		d.Users[i].Tokens = append(d.Users[i].Tokens, t)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// List returns every user, sorted by name, with their tokens' ids and creation times.
+// It fails if the users file on disk is not valid.
+func (s *Store) List() ([]UserInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.refreshLocked(); err != nil {
+		return nil, err
+	}
+	out := make([]UserInfo, 0, len(s.st.file.Users))
+	for _, u := range s.st.file.Users {
+		info := UserInfo{Name: u.Name, Role: u.Role, Tokens: make([]TokenInfo, 0, len(u.Tokens))}
+		for _, t := range u.Tokens {
+			info.Tokens = append(info.Tokens, TokenInfo{ID: shortID(t.SHA256), Created: t.Created})
+		}
+		slices.SortStableFunc(info.Tokens, func(a, b TokenInfo) int { return a.Created.Compare(b.Created) })
+		out = append(out, info)
+	}
+	slices.SortFunc(out, func(a, b UserInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Revoke removes every token of the user named userOrTokenID, or else the one token
+// whose id (as List shows it) is userOrTokenID, and returns how many tokens it
+// removed. The user itself stays, with its role. It returns ErrNotFound when no user
+// or token matches.
+func (s *Store) Revoke(userOrTokenID string) (int, error) {
+	if userOrTokenID == "" {
+		return 0, ErrNotFound
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	err := s.editLocked(func(d *fileData) error {
+		for i, u := range d.Users {
+			if u.Name == userOrTokenID {
+				n = len(u.Tokens)
+				if n == 0 {
+					return errNoChange
+				}
+				d.Users[i].Tokens = nil
+				return nil
+			}
+		}
+		id := strings.ToLower(userOrTokenID)
+		if len(id) == tokenIDLen {
+			for i, u := range d.Users {
+				kept := u.Tokens[:0]
+				for _, t := range u.Tokens {
+					if shortID(t.SHA256) == id {
+						n++
+						continue
+					}
+					kept = append(kept, t)
+				}
+				d.Users[i].Tokens = kept
+			}
+		}
+		if n == 0 {
+			return fmt.Errorf("%w: %q", ErrNotFound, userOrTokenID)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errNoChange) {
+		return 0, err
+	}
+	return n, nil
+}
+
+// Authenticate returns the principal a token signs in as, or nobody and false. It
+// re-reads the users file first if it changed; if the file has become invalid the
+// last good contents stay in use.
+func (s *Store) Authenticate(token string) (Principal, bool) {
+	if token == "" || len(token) > maxTokenLen {
+		return Nobody(), false
+	}
+	h := hashToken(token)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.refreshLocked() // on failure the last good state is used; see ReloadError
+	user := -1
+	for _, t := range s.st.tokens {
+		if subtle.ConstantTimeCompare(t.hash[:], h[:]) == 1 {
+			user = t.user
+		}
+	}
+	if user < 0 {
+		return Nobody(), false
+	}
+	u := s.st.file.Users[user]
+	return Principal{User: u.Name, Role: u.Role, grants: s.st.roles[u.Role]}, true
+}
