@@ -1,0 +1,593 @@
+package actors
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/messages"
+)
+
+// ServerInfo names the host in initialize's answer.
+type ServerInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// ConnectionConfig is what a Connection actor is made with.
+type ConnectionConfig struct {
+	Host      *actor.PID
+	Journal   *Journal
+	Outbox    *Outbox
+	Principal auth.Principal
+	Info      ServerInfo
+	Home      string
+	Logger    *slog.Logger
+	// Close ends the socket with a reason once what is queued has been written.
+	Close func(CloseReason)
+	// Done is called once for every Frame after it was handled, so the reader can
+	// bound how many frames are in flight.
+	Done func()
+}
+
+// Frame is one text frame a client sent.
+type Frame struct{ Data []byte }
+
+// Disconnected says the socket is gone; the connection unsubscribes and stops.
+type Disconnected struct{}
+
+// connection is one WebSocket's actor: its JSON-RPC requests, its subscriptions and
+// its signed-in principal. It never writes the socket itself; it queues on its Outbox.
+type connection struct {
+	cfg         ConnectionConfig
+	clientID    string
+	initialized bool
+	subscribed  map[string]bool
+}
+
+// NewConnectionProps makes the props of a connection actor.
+func NewConnectionProps(cfg ConnectionConfig) *actor.Props {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &connection{cfg: cfg, subscribed: map[string]bool{}}
+	})
+}
+
+// requestTimeout bounds a wait on another actor; createTerminal waits for a listing,
+// which takes up to ten seconds.
+const requestTimeout = 30 * time.Second
+
+func (c *connection) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *Frame:
+		c.handle(ctx, m.Data)
+		if c.cfg.Done != nil {
+			c.cfg.Done()
+		}
+	case *Disconnected:
+		for ch := range c.subscribed {
+			ctx.Send(c.cfg.Host, &Unsubscribe{Channel: ch, Sub: c.cfg.Outbox})
+		}
+		c.subscribed = map[string]bool{}
+		c.cfg.Outbox.Close()
+		ctx.Stop(ctx.Self())
+	}
+}
+
+func (c *connection) reply(id json.RawMessage, result any) {
+	frame, err := messages.ResponseFrame(id, result)
+	if err != nil {
+		c.cfg.Logger.Error("encoding an answer", "err", err)
+		frame = messages.ErrorFrame(id, messages.Errorf(messages.CodeInternalError, "Internal error"))
+	}
+	c.cfg.Outbox.Send(frame)
+}
+
+func (c *connection) fail(id json.RawMessage, e *messages.Error) {
+	c.cfg.Outbox.Send(messages.ErrorFrame(id, e))
+}
+
+func (c *connection) handle(ctx actor.Context, data []byte) {
+	msg, perr := messages.ParseInbound(data)
+	if perr != nil {
+		var id json.RawMessage
+		if msg != nil {
+			id = msg.ID
+		}
+		c.fail(id, perr)
+		return
+	}
+	method := *msg.Method
+	if !msg.IsRequest() {
+		c.notification(ctx, method, msg.Params)
+		return
+	}
+	id := msg.ID
+	switch method {
+	case "ping":
+		c.reply(id, nil)
+		return
+	case "initialize":
+		c.initialize(ctx, id, msg.Params)
+		return
+	}
+	if !c.initialized {
+		c.fail(id, messages.Errorf(messages.CodeInvalidRequest, "Call initialize first: %s needs a handshake", method))
+		return
+	}
+	switch method {
+	case "reconnect":
+		c.reconnect(ctx, id, msg.Params)
+	case "subscribe":
+		c.subscribe(ctx, id, msg.Params)
+	case "createTerminal":
+		c.createTerminal(ctx, id, msg.Params)
+	case "disposeTerminal":
+		c.disposeTerminal(ctx, id, msg.Params)
+	case "unsubscribe", "dispatchAction":
+		c.fail(id, messages.Errorf(messages.CodeInvalidRequest, "%s is a notification: send it without an id", method))
+	default:
+		c.fail(id, messages.Errorf(messages.CodeMethodNotFound, "Method not found: %s", method))
+	}
+}
+
+// decodeParams reads params into v, answering -32602 with what is wrong.
+func decodeParams(raw json.RawMessage, v any) *messages.Error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return messages.Errorf(messages.CodeInvalidParams, "Invalid params: params are required")
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return messages.Errorf(messages.CodeInvalidParams, "Invalid params: %s", describeJSONError(err))
+	}
+	return nil
+}
+
+func describeJSONError(err error) string {
+	if te, ok := err.(*json.UnmarshalTypeError); ok {
+		field := te.Field
+		if field == "" {
+			field = "params"
+		}
+		return fmt.Sprintf("%s must be %s, not %s", field, jsonKind(te.Type.Kind().String()), te.Value)
+	}
+	return err.Error()
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "int", "int64", "uint64", "float64":
+		return "a number"
+	case "bool":
+		return "a boolean"
+	case "slice":
+		return "an array"
+	case "struct", "map", "ptr":
+		return "an object"
+	}
+	return goKind
+}
+
+type initializeParams struct {
+	Channel              string   `json:"channel"`
+	ProtocolVersions     []string `json:"protocolVersions"`
+	ClientID             *string  `json:"clientId"`
+	InitialSubscriptions []string `json:"initialSubscriptions"`
+}
+
+func (c *connection) initialize(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
+	var p initializeParams
+	if e := decodeParams(raw, &p); e != nil {
+		c.fail(id, e)
+		return
+	}
+	if len(p.ProtocolVersions) == 0 {
+		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: protocolVersions must list at least one version"))
+		return
+	}
+	if p.ClientID == nil {
+		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: clientId is required"))
+		return
+	}
+	if c.initialized {
+		c.fail(id, messages.Errorf(messages.CodeInvalidRequest, "This connection is already initialized"))
+		return
+	}
+	version, verr := messages.Negotiate(p.ProtocolVersions)
+	if verr != nil {
+		c.fail(id, verr)
+		if verr.Code == messages.CodeUnsupportedProtocolVersion {
+			c.cfg.Close(ReasonVersionMismatch)
+		}
+		return
+	}
+	c.initialized = true
+	c.clientID = *p.ClientID
+	channels := c.readable(p.InitialSubscriptions)
+	c.collectSnapshots(ctx, channels, func(snaps []messages.Snapshot, subscribed []string) {
+		result := map[string]any{
+			"protocolVersion":             version,
+			"serverSeq":                   c.cfg.Journal.Current(),
+			"serverInfo":                  c.cfg.Info,
+			"snapshots":                   snaps,
+			"defaultDirectory":            fileURI(c.cfg.Home),
+			"completionTriggerCharacters": []string{"@", "#", "/"},
+		}
+		frame, err := messages.ResponseFrame(id, result)
+		if err != nil {
+			frame = messages.ErrorFrame(id, messages.Errorf(messages.CodeInternalError, "Internal error: %v", err))
+		}
+		c.cfg.Outbox.Release(frame, subscribed...)
+	})
+}
+
+// readable keeps the channels this connection may read, without duplicates. Root
+// state is one state for everybody and never filtered.
+func (c *connection) readable(channels []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, ch := range channels {
+		if seen[ch] {
+			continue
+		}
+		seen[ch] = true
+		if ch == messages.RootURI || c.cfg.Principal.Can(auth.GrantTerminalOutput) {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+// collectSnapshots subscribes to each channel in turn, holding each one's frames in
+// the outbox until the answer that carries its snapshot is queued; done must release
+// the held channels. Channels that do not exist are left out.
+func (c *connection) collectSnapshots(ctx actor.Context, channels []string, done func([]messages.Snapshot, []string)) {
+	snaps := []messages.Snapshot{}
+	var subscribed []string
+	var next func(i int)
+	next = func(i int) {
+		if i == len(channels) {
+			done(snaps, subscribed)
+			return
+		}
+		ch := channels[i]
+		c.cfg.Outbox.Hold(ch)
+		f := ctx.RequestFuture(c.cfg.Host, &Subscribe{Channel: ch, Sub: c.cfg.Outbox}, requestTimeout)
+		ctx.ReenterAfter(f, func(res interface{}, err error) {
+			if r, ok := res.(*SubscribeResult); ok && err == nil && r.Snapshot != nil {
+				snaps = append(snaps, *r.Snapshot)
+				subscribed = append(subscribed, ch)
+				c.subscribed[ch] = true
+			} else {
+				c.cfg.Outbox.Release(nil, ch)
+			}
+			next(i + 1)
+		})
+	}
+	next(0)
+}
+
+type subscribeParams struct {
+	Channel string `json:"channel"`
+}
+
+func (c *connection) subscribe(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
+	var p subscribeParams
+	if e := decodeParams(raw, &p); e != nil {
+		c.fail(id, e)
+		return
+	}
+	if p.Channel == "" {
+		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel is required"))
+		return
+	}
+	if p.Channel != messages.RootURI && !c.cfg.Principal.Can(auth.GrantTerminalOutput) {
+		c.fail(id, c.refusal(auth.GrantTerminalOutput))
+		return
+	}
+	ch := p.Channel
+	c.cfg.Outbox.Hold(ch)
+	f := ctx.RequestFuture(c.cfg.Host, &Subscribe{Channel: ch, Sub: c.cfg.Outbox}, requestTimeout)
+	ctx.ReenterAfter(f, func(res interface{}, err error) {
+		r, ok := res.(*SubscribeResult)
+		switch {
+		case err != nil || !ok:
+			c.cfg.Outbox.Release(messages.ErrorFrame(id, messages.Errorf(messages.CodeInternalError, "Internal error: no answer from %s", ch)), ch)
+		case r.Err != nil:
+			c.cfg.Outbox.Release(messages.ErrorFrame(id, r.Err), ch)
+		default:
+			c.subscribed[ch] = true
+			frame, err := messages.ResponseFrame(id, map[string]any{"snapshot": r.Snapshot})
+			if err != nil {
+				frame = messages.ErrorFrame(id, messages.Errorf(messages.CodeInternalError, "Internal error: %v", err))
+			}
+			c.cfg.Outbox.Release(frame, ch)
+		}
+	})
+}
+
+type reconnectParams struct {
+	ClientID          string   `json:"clientId"`
+	LastSeenServerSeq *uint64  `json:"lastSeenServerSeq"`
+	Subscriptions     []string `json:"subscriptions"`
+}
+
+// reconnect resubscribes and answers with the actions missed since lastSeenServerSeq,
+// or with fresh snapshots when some of them have left the replay ring.
+func (c *connection) reconnect(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
+	var p reconnectParams
+	if e := decodeParams(raw, &p); e != nil {
+		c.fail(id, e)
+		return
+	}
+	if p.LastSeenServerSeq == nil {
+		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: lastSeenServerSeq is required"))
+		return
+	}
+	lastSeen := *p.LastSeenServerSeq
+	wanted := c.readable(p.Subscriptions)
+	var missing []string
+	for _, ch := range p.Subscriptions {
+		if !contains(wanted, ch) {
+			missing = append(missing, ch)
+		}
+	}
+	c.collectSnapshots(ctx, wanted, func(snaps []messages.Snapshot, subscribed []string) {
+		for _, ch := range wanted {
+			if !contains(subscribed, ch) {
+				missing = append(missing, ch)
+			}
+		}
+		set := map[string]bool{}
+		for _, ch := range subscribed {
+			set[ch] = true
+		}
+		// Every held frame is newer than its snapshot, so replaying up to each
+		// snapshot's fromSeq and then releasing the held frames loses and doubles
+		// nothing.
+		frames, ok := c.cfg.Journal.Replay(lastSeen, set)
+		var result any
+		if ok {
+			cut := map[string]uint64{}
+			for _, s := range snaps {
+				cut[s.Resource] = s.FromSeq
+			}
+			actions := []json.RawMessage{}
+			for _, f := range frames {
+				env := envelopeOf(f)
+				if env != nil && env.ServerSeq <= cut[env.Channel] {
+					actions = append(actions, f[len(`{"jsonrpc":"2.0","method":"action","params":`):len(f)-1])
+				}
+			}
+			result = map[string]any{"type": "replay", "actions": actions, "missing": nonNil(missing)}
+		} else {
+			result = map[string]any{"type": "snapshot", "snapshots": snaps}
+		}
+		frame, err := messages.ResponseFrame(id, result)
+		if err != nil {
+			frame = messages.ErrorFrame(id, messages.Errorf(messages.CodeInternalError, "Internal error: %v", err))
+		}
+		c.cfg.Outbox.Release(frame, subscribed...)
+	})
+}
+
+func envelopeOf(frame []byte) *messages.Envelope {
+	var n struct {
+		Params messages.Envelope `json:"params"`
+	}
+	if json.Unmarshal(frame, &n) != nil {
+		return nil
+	}
+	return &n.Params
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+type createTerminalParams struct {
+	Channel string          `json:"channel"`
+	Claim   *messages.Claim `json:"claim"`
+	Name    string          `json:"name"`
+	Cwd     string          `json:"cwd"`
+	Cols    *int            `json:"cols"`
+	Rows    *int            `json:"rows"`
+	Meta    struct {
+		Termhost *termhostCreateMeta `json:"x-termhost"`
+	} `json:"_meta"`
+}
+
+// termhostCreateMeta is termhost's own extension of createTerminal, under the x-
+// prefix AHP reserves for it: a terminal that runs one command and exits, with the
+// caller's environment and the two flags the seed names ("One command, or a shell to
+// sit in"). A terminal given a command is one a program opens, so a folder that is not
+// there fails its start (exit 127) rather than falling back to the home folder.
+type termhostCreateMeta struct {
+	Command             string            `json:"command"`
+	Args                []string          `json:"args"`
+	Env                 map[string]string `json:"env"`
+	PreventShellHistory bool              `json:"preventShellHistory"`
+	NonInteractive      bool              `json:"nonInteractive"`
+}
+
+func (c *connection) createTerminal(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
+	if !c.cfg.Principal.Can(auth.GrantTerminalCreate) {
+		c.fail(id, c.refusal(auth.GrantTerminalCreate))
+		return
+	}
+	var p createTerminalParams
+	if e := decodeParams(raw, &p); e != nil {
+		c.fail(id, e)
+		return
+	}
+	if p.Channel == "" || !strings.Contains(p.Channel, ":") {
+		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel must be the new terminal's URI"))
+		return
+	}
+	claim := messages.Claim{Kind: messages.ClaimClient}
+	if p.Claim != nil {
+		if err := p.Claim.Validate(); err != nil {
+			c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: claim: %v", err))
+			return
+		}
+		claim = *p.Claim
+	}
+	m := &CreateTerminal{URI: p.Channel, Claim: claim, Name: p.Name, Cwd: p.Cwd}
+	if x := p.Meta.Termhost; x != nil {
+		if x.Command == "" && len(x.Args) > 0 {
+			c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: _meta.x-termhost.args needs a command"))
+			return
+		}
+		m.Spec = TerminalSpec{Command: x.Command, Args: x.Args, PreventShellHistory: x.PreventShellHistory, NonInteractive: x.NonInteractive, StrictCwd: x.Command != ""}
+		for k, v := range x.Env {
+			if k == "" || strings.ContainsAny(k, "=\x00") {
+				c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: %q is not an environment variable name", k))
+				return
+			}
+			m.Spec.Env = append(m.Spec.Env, k+"="+v)
+		}
+		sort.Strings(m.Spec.Env)
+	}
+	if p.Cols != nil {
+		m.Cols = *p.Cols
+	}
+	if p.Rows != nil {
+		m.Rows = *p.Rows
+	}
+	if (p.Cols == nil) != (p.Rows == nil) {
+		if p.Cols == nil {
+			m.Cols = defaultCols
+		} else {
+			m.Rows = defaultRows
+		}
+	}
+	f := ctx.RequestFuture(c.cfg.Host, m, requestTimeout)
+	ctx.ReenterAfter(f, func(res interface{}, err error) {
+		r, ok := res.(*CreateResult)
+		switch {
+		case err != nil || !ok:
+			c.fail(id, messages.Errorf(messages.CodeInternalError, "Internal error: the terminal did not start in time"))
+		case r.Err != nil:
+			c.fail(id, r.Err)
+		default:
+			c.reply(id, nil)
+		}
+	})
+}
+
+func (c *connection) disposeTerminal(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
+	if !c.cfg.Principal.Can(auth.GrantTerminalDispose) {
+		c.fail(id, c.refusal(auth.GrantTerminalDispose))
+		return
+	}
+	var p subscribeParams
+	if e := decodeParams(raw, &p); e != nil {
+		c.fail(id, e)
+		return
+	}
+	delete(c.subscribed, p.Channel)
+	f := ctx.RequestFuture(c.cfg.Host, &DisposeTerminal{URI: p.Channel}, requestTimeout)
+	ctx.ReenterAfter(f, func(res interface{}, err error) {
+		if err != nil {
+			c.fail(id, messages.Errorf(messages.CodeInternalError, "Internal error: %v", err))
+			return
+		}
+		c.reply(id, nil)
+	})
+}
+
+func (c *connection) refusal(grant string) *messages.Error {
+	return messages.Errorf(messages.CodePermissionDenied, "%s", c.cfg.Principal.Refusal(grant))
+}
+
+type dispatchParams struct {
+	Channel   string          `json:"channel"`
+	ClientSeq int64           `json:"clientSeq"`
+	Action    json.RawMessage `json:"action"`
+}
+
+// actionGrant is the grant each client-dispatchable action needs.
+func actionGrant(actionType string) string {
+	switch actionType {
+	case messages.TerminalInput:
+		return auth.GrantTerminalInput
+	case messages.TerminalResized:
+		return auth.GrantTerminalResize
+	case messages.TerminalClaimed:
+		return auth.GrantTerminalClaim
+	case messages.TerminalTitleChanged:
+		return auth.GrantTerminalRename
+	case messages.TerminalCleared:
+		return auth.GrantTerminalClear
+	case messages.RootConfigChanged:
+		return auth.GrantConfigChange
+	}
+	return ""
+}
+
+func (c *connection) notification(ctx actor.Context, method string, raw json.RawMessage) {
+	switch method {
+	case "unsubscribe":
+		var p subscribeParams
+		if decodeParams(raw, &p) == nil && c.subscribed[p.Channel] {
+			delete(c.subscribed, p.Channel)
+			ctx.Send(c.cfg.Host, &Unsubscribe{Channel: p.Channel, Sub: c.cfg.Outbox})
+		}
+	case "dispatchAction":
+		if !c.initialized {
+			return
+		}
+		var p dispatchParams
+		if decodeParams(raw, &p) != nil || p.Channel == "" || len(p.Action) == 0 {
+			c.cfg.Logger.Debug("dropping a malformed dispatch", "conn", c.clientID)
+			return
+		}
+		var a messages.Action
+		origin := messages.Origin{ClientID: c.clientID, ClientSeq: p.ClientSeq}
+		if err := json.Unmarshal(p.Action, &a); err != nil || a.Type == "" {
+			reason := "the action is not an object with a type"
+			if err != nil {
+				reason = "the action is malformed: " + describeJSONError(err)
+			}
+			env := &messages.Envelope{Channel: p.Channel, Action: validRaw(p.Action), Origin: &origin, RejectionReason: reason, ServerSeq: c.cfg.Journal.Next()}
+			c.cfg.Outbox.Deliver(p.Channel, messages.EnvelopeFrame(env))
+			return
+		}
+		if grant := actionGrant(a.Type); grant != "" && !c.cfg.Principal.Can(grant) {
+			env := &messages.Envelope{Channel: p.Channel, Action: p.Action, Origin: &origin, RejectionReason: c.cfg.Principal.Refusal(grant), ServerSeq: c.cfg.Journal.Next()}
+			c.cfg.Outbox.Deliver(p.Channel, messages.EnvelopeFrame(env))
+			return
+		}
+		ctx.Send(c.cfg.Host, &Dispatch{Channel: p.Channel, Action: &a, Raw: p.Action, Origin: origin, Sub: c.cfg.Outbox})
+	default:
+		// Notifications get no answer, so an unknown one is only logged.
+		c.cfg.Logger.Debug("unknown notification", "method", method)
+	}
+}
+
+func validRaw(raw json.RawMessage) json.RawMessage {
+	if json.Valid(raw) {
+		return raw
+	}
+	return json.RawMessage(`null`)
+}

@@ -1,0 +1,240 @@
+package actors
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/termhost/termhost/pty"
+)
+
+// shellHandle is what must outlive a shell actor's restart: the process and its
+// input pump. The shell actor's producer closes over it, so a restarted instance finds
+// the process it is to re-attach to.
+type shellHandle struct {
+	spec     pty.Spec
+	startErr error // a failure decided before starting (an unusable folder)
+	logger   *slog.Logger
+	// killGrace is the time between SIGHUP and SIGKILL when the process is ended.
+	killGrace time.Duration
+
+	mu       sync.Mutex // guards the fields below
+	started  bool
+	released bool
+	proc     pty.Process
+	input    *inputPump
+}
+
+// shell owns one process: it starts it, writes to it, resizes and signals it, and
+// runs the two goroutines that report back as messages to the terminal: the reader
+// (output, then drained) and the waiter (the exit status).
+type shell struct {
+	handle   *shellHandle
+	terminal *actor.PID
+}
+
+func newShellProps(h *shellHandle, terminal *actor.PID) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &shell{handle: h, terminal: terminal} })
+}
+
+func (s *shell) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		s.start(ctx)
+	case *shellWrite:
+		if in := s.inputPump(); in != nil {
+			in.push(m.data)
+		}
+	case *shellResize:
+		if p := s.process(); p != nil {
+			if err := p.Resize(m.cols, m.rows); err != nil {
+				s.handle.logger.Debug("resize failed", "err", err)
+			}
+		}
+	case *shellInterrupt:
+		// Only with a child pid: signalling group 0 would signal the host's own group.
+		if p := s.process(); p != nil && p.Pid() > 0 {
+			if err := p.Signal(syscall.SIGINT); err != nil {
+				s.handle.logger.Debug("interrupt failed", "err", err)
+			}
+		}
+	case *shellCloseOutput:
+		if p := s.process(); p != nil {
+			_ = p.CloseOutput()
+		}
+	case *shellTerminate:
+		// End and reap the process off the mailbox, then stop: the terminal, and the
+		// host's shutdown, wait for this actor's end, so they wait for the reaping too.
+		self, system := ctx.Self(), ctx.ActorSystem()
+		go func() {
+			s.release()
+			system.Root.Send(self, &shellReleased{})
+		}()
+	case *shellReleased:
+		ctx.Stop(ctx.Self())
+	case *actor.Stopped:
+		// Stopped without a terminate (the actor system itself stopping): end the
+		// process here rather than leave it running unowned.
+		s.release()
+	case *shellCrash:
+		panic("shell actor: crash requested by a test")
+	}
+}
+
+func (s *shell) process() pty.Process {
+	s.handle.mu.Lock()
+	defer s.handle.mu.Unlock()
+	return s.handle.proc
+}
+
+func (s *shell) inputPump() *inputPump {
+	s.handle.mu.Lock()
+	defer s.handle.mu.Unlock()
+	return s.handle.input
+}
+
+// start starts the process, or, after a restart, finds it already running: the reader
+// and waiter goroutines report to the terminal, not to this instance, so they carry on.
+func (s *shell) start(ctx actor.Context) {
+	h := s.handle
+	h.mu.Lock()
+	if h.started {
+		h.mu.Unlock()
+		return
+	}
+	h.started = true
+	if h.startErr != nil {
+		h.mu.Unlock()
+		ctx.Send(s.terminal, &shellFailed{err: h.startErr})
+		return
+	}
+	proc, err := pty.Start(h.spec)
+	if err != nil {
+		h.mu.Unlock()
+		ctx.Send(s.terminal, &shellFailed{err: err})
+		return
+	}
+	h.proc = proc
+	h.input = newInputPump(proc, h.logger)
+	h.mu.Unlock()
+
+	system, term := ctx.ActorSystem(), s.terminal
+	ctx.Send(term, &shellStarted{pid: proc.Pid()})
+	go readOutput(system, term, proc.Output())
+	go func() {
+		exit := proc.Wait()
+		system.Root.Send(term, &shellExited{exit: exit})
+	}()
+}
+
+// release ends the process group (SIGHUP, then SIGKILL after the grace) and frees
+// every descriptor once it has been reaped. It runs when the shell actor stops for
+// good, which is when its terminal is disposed or the host shuts down.
+func (s *shell) release() {
+	h := s.handle
+	h.mu.Lock()
+	proc, in := h.proc, h.input
+	released := h.released
+	h.released = true
+	h.mu.Unlock()
+	if proc == nil || released {
+		return
+	}
+	if in != nil {
+		in.close()
+	}
+	pty.Terminate(proc, h.killGrace)
+	<-proc.Done()
+	_ = proc.Close()
+}
+
+// readOutput turns the process's output into messages: decoded text, then drained.
+// One decoder for the one stream, so a character split across reads arrives whole.
+func readOutput(system *actor.ActorSystem, term *actor.PID, out io.Reader) {
+	var dec pty.UTF8Decoder
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := out.Read(buf)
+		if n > 0 {
+			if text := dec.Decode(buf[:n]); text != "" {
+				system.Root.Send(term, &shellOutput{data: text})
+			}
+		}
+		if err != nil {
+			if tail := dec.Flush(); tail != "" {
+				system.Root.Send(term, &shellOutput{data: tail})
+			}
+			system.Root.Send(term, &shellDrained{})
+			return
+		}
+	}
+}
+
+// inputPump writes input to the process on its own goroutine, so a child that does
+// not read its input never blocks the shell actor's mailbox.
+type inputPump struct {
+	w      io.Writer
+	logger *slog.Logger
+
+	mu     sync.Mutex // guards queue and closed
+	queue  [][]byte
+	closed bool
+	wake   chan struct{}
+}
+
+func newInputPump(w io.Writer, logger *slog.Logger) *inputPump {
+	p := &inputPump{w: w, logger: logger, wake: make(chan struct{}, 1)}
+	go p.run()
+	return p
+}
+
+func (p *inputPump) push(b []byte) {
+	p.mu.Lock()
+	if !p.closed {
+		p.queue = append(p.queue, b)
+	}
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *inputPump) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.queue = nil
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *inputPump) run() {
+	for range p.wake {
+		for {
+			p.mu.Lock()
+			if p.closed {
+				p.mu.Unlock()
+				return
+			}
+			if len(p.queue) == 0 {
+				p.mu.Unlock()
+				break
+			}
+			b := p.queue[0]
+			p.queue = p.queue[1:]
+			p.mu.Unlock()
+			if _, err := p.w.Write(b); err != nil {
+				if !errors.Is(err, io.ErrClosedPipe) {
+					p.logger.Debug("input write failed", "err", err)
+				}
+			}
+		}
+	}
+}

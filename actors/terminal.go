@@ -1,0 +1,451 @@
+package actors
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/pty"
+)
+
+// Size bounds: a client may ask for any size; the host clamps it to these and says so.
+const (
+	minCols, maxCols = 2, 1000
+	minRows, maxRows = 1, 1000
+	defaultCols      = 80
+	defaultRows      = 24
+)
+
+// terminal is one terminal channel. It owns the TerminalState (folded with the
+// clients' reducer), the capped scrollback, the subscribers, and supervises the shell
+// actor that owns the process.
+type terminal struct {
+	opts      Options
+	journal   *Journal
+	hostPID   *actor.PID
+	create    *CreateTerminal
+	shellPath string
+
+	uri        string
+	state      messages.TerminalState
+	scrollback messages.Scrollback
+	subs       map[Subscriber]bool
+	shell      *actor.PID
+	usePty     bool
+	pid        int
+
+	listed       bool
+	createWaiter *actor.PID
+
+	exit       *pty.Exit
+	drained    bool
+	announced  bool
+	disposed   bool
+	listTimer  *time.Timer
+	drainTimer *time.Timer
+}
+
+func newTerminalProps(opts Options, journal *Journal, hostPID *actor.PID, m *CreateTerminal, defaultShell string) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &terminal{opts: opts, journal: journal, hostPID: hostPID, create: m, shellPath: defaultShell, uri: m.URI, subs: map[Subscriber]bool{}}
+	}, actor.WithSupervisor(shellSupervisor()))
+}
+
+// shellSupervisor restarts a shell actor that panicked; the new instance re-attaches
+// to the same process, which lives in the handle the producer closes over.
+func shellSupervisor() actor.SupervisorStrategy {
+	return actor.NewOneForOneStrategy(10, time.Minute, func(reason interface{}) actor.Directive {
+		return actor.RestartDirective
+	})
+}
+
+func (t *terminal) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		t.start(ctx)
+	case *CreateTerminal:
+		t.createWaiter = ctx.Sender()
+		if t.listed {
+			t.answerCreate(ctx)
+		}
+	case *Subscribe:
+		t.scrollback.Settle(&t.state)
+		t.subs[m.Sub] = true
+		ctx.Respond(&SubscribeResult{Snapshot: &messages.Snapshot{Resource: t.uri, State: t.state.Clone(), FromSeq: t.journal.Current()}})
+	case *Unsubscribe:
+		delete(t.subs, m.Sub)
+	case *Dispatch:
+		t.dispatch(ctx, m)
+	case *shellStarted:
+		t.pid = m.pid
+		if !t.usePty {
+			// A shell on pipes prints nothing until it is given something to run, so it
+			// is listed at once (seed: "Who opens one").
+			t.list(ctx)
+		}
+	case *shellOutput:
+		t.output(ctx, m.data)
+		t.list(ctx)
+	case *shellDrained:
+		t.drained = true
+		t.maybeAnnounceExit(ctx)
+	case *shellExited:
+		if t.exit == nil {
+			e := m.exit
+			t.exit = &e
+			if !t.drained {
+				self := ctx.Self()
+				t.drainTimer = time.AfterFunc(t.opts.DrainGrace, func() { ctx.ActorSystem().Root.Send(self, &drainTimeout{}) })
+			}
+		}
+		t.maybeAnnounceExit(ctx)
+	case *shellFailed:
+		// A shell that fails to start is written into the terminal's own output, with
+		// exit code 127 as a shell reports a command it cannot run (seed: "Where it runs").
+		t.output(ctx, fmt.Sprintf("termhost: %v\r\n", m.err))
+		t.exit = &pty.Exit{Code: 127}
+		t.drained = true
+		t.maybeAnnounceExit(ctx)
+	case *drainTimeout:
+		if !t.drained {
+			t.opts.Logger.Info("output still open after the shell exited; closing it", "terminal", t.uri, "grace", t.opts.DrainGrace)
+			ctx.Send(t.shell, &shellCloseOutput{})
+		}
+	case *listTimeout:
+		t.list(ctx)
+	case *DisposeTerminal:
+		t.dispose(ctx)
+	case *actor.Terminated:
+		if t.disposed {
+			ctx.Stop(ctx.Self())
+		}
+	case *actor.Stopping:
+		t.stopTimers()
+	case *childrenQuery:
+		ctx.Respond(ctx.Children())
+	}
+}
+
+func (t *terminal) stopTimers() {
+	if t.listTimer != nil {
+		t.listTimer.Stop()
+	}
+	if t.drainTimer != nil {
+		t.drainTimer.Stop()
+	}
+}
+
+func (t *terminal) start(ctx actor.Context) {
+	m := t.create
+	t.usePty = t.opts.UsePty
+	t.scrollback.Limit = t.opts.ScrollbackLimit
+	cols, rows, _ := clampSize(m.Cols, m.Rows)
+	shellPath := m.Spec.Shell
+	if shellPath == "" {
+		shellPath = t.shellPath
+	}
+	if shellPath == "" {
+		shellPath = t.opts.DefaultShell
+	}
+	if shellPath == "" {
+		shellPath = pty.DefaultShell()
+	}
+	dir, dirErr := t.resolveDir(m)
+	title := m.Name
+	if title == "" {
+		title = filepath.Base(shellPath)
+	}
+	t.state = messages.TerminalState{
+		Title:                    title,
+		Cols:                     messages.Ptr(cols),
+		Rows:                     messages.Ptr(rows),
+		Content:                  []messages.ContentPart{},
+		Claim:                    m.Claim,
+		Lifecycle:                &messages.Lifecycle{Status: messages.StatusRunning},
+		SupportsCommandDetection: messages.Ptr(false),
+		IsPty:                    messages.Ptr(t.usePty),
+	}
+	if dir != "" {
+		t.state.Cwd = fileURI(dir)
+	}
+	spec := pty.Spec{
+		Shell:               shellPath,
+		Command:             m.Spec.Command,
+		Args:                m.Spec.Args,
+		Dir:                 dir,
+		Env:                 m.Spec.Env,
+		Cols:                cols,
+		Rows:                rows,
+		UsePty:              t.usePty,
+		PreventShellHistory: m.Spec.PreventShellHistory,
+		NonInteractive:      m.Spec.NonInteractive,
+	}
+	self := ctx.Self()
+	if t.usePty {
+		t.listTimer = time.AfterFunc(t.opts.ListTimeout, func() { ctx.ActorSystem().Root.Send(self, &listTimeout{}) })
+	}
+	handle := &shellHandle{spec: spec, startErr: dirErr, logger: t.opts.Logger, killGrace: t.opts.KillGrace}
+	t.shell = ctx.Spawn(newShellProps(handle, self))
+}
+
+// resolveDir decides where the shell starts. A client's terminal opens in the home
+// folder when it names none or one that is not a folder here; a terminal a program
+// opens (StrictCwd) fails to start instead, with the reason in its output.
+func (t *terminal) resolveDir(m *CreateTerminal) (string, error) {
+	if m.Cwd == "" {
+		return t.opts.Home, nil
+	}
+	dir, err := pty.DirFromURI(m.Cwd)
+	if err == nil {
+		var fi os.FileInfo
+		fi, err = os.Stat(dir)
+		if err == nil && !fi.IsDir() {
+			err = fmt.Errorf("%s is not a folder", dir)
+		}
+	}
+	if err != nil {
+		if m.Spec.StrictCwd {
+			return dir, fmt.Errorf("cannot start the shell in %s: %w", m.Cwd, err)
+		}
+		t.opts.Logger.Info("terminal folder unusable; opening in the home folder", "terminal", m.URI, "cwd", m.Cwd, "err", err)
+		return t.opts.Home, nil
+	}
+	return dir, nil
+}
+
+// clampSize bounds a size a client asked for; a create that names none gets 80x24.
+func clampSize(cols, rows int) (int, int, bool) {
+	if cols == 0 && rows == 0 {
+		return defaultCols, defaultRows, false
+	}
+	return boundSize(cols, rows)
+}
+
+func boundSize(cols, rows int) (int, int, bool) {
+	c, r := min(max(cols, minCols), maxCols), min(max(rows, minRows), maxRows)
+	return c, r, c != cols || r != rows
+}
+
+func fileURI(path string) string {
+	return (&url.URL{Scheme: "file", Path: path}).String()
+}
+
+// list puts the terminal on the root list, once.
+func (t *terminal) list(ctx actor.Context) {
+	if t.listed || t.disposed {
+		return
+	}
+	t.listed = true
+	if t.listTimer != nil {
+		t.listTimer.Stop()
+	}
+	t.publishRow(ctx)
+	t.answerCreate(ctx)
+}
+
+func (t *terminal) answerCreate(ctx actor.Context) {
+	if t.createWaiter != nil {
+		ctx.Send(t.createWaiter, &CreateResult{})
+		t.createWaiter = nil
+	}
+}
+
+func (t *terminal) publishRow(ctx actor.Context) {
+	if !t.listed || t.disposed {
+		return
+	}
+	info := messages.TerminalInfo{Resource: t.uri, Title: t.state.Title, Claim: t.state.Claim, Lifecycle: t.state.Lifecycle, ExitCode: t.state.ExitCode, Meta: t.state.Meta}
+	ctx.Send(t.hostPID, &terminalRow{pid: ctx.Self(), info: info})
+}
+
+// apply folds a host action into the state and sends it to every subscriber.
+func (t *terminal) apply(a *messages.Action) {
+	t.scrollback.Apply(&t.state, a)
+	t.broadcast(&messages.Envelope{Channel: t.uri, Action: messages.EncodeAction(a)})
+}
+
+func (t *terminal) broadcast(env *messages.Envelope) {
+	if t.disposed {
+		return
+	}
+	frame := t.journal.Stamp(env)
+	for s := range t.subs {
+		s.Deliver(t.uri, frame)
+	}
+}
+
+func (t *terminal) output(ctx actor.Context, data string) {
+	if data == "" || t.disposed {
+		return
+	}
+	t.apply(&messages.Action{Type: messages.TerminalData, Data: &data})
+}
+
+func (t *terminal) maybeAnnounceExit(ctx actor.Context) {
+	if t.announced || t.exit == nil || !t.drained {
+		return
+	}
+	t.announced = true
+	if t.drainTimer != nil {
+		t.drainTimer.Stop()
+	}
+	code := t.exit.Code
+	a := &messages.Action{Type: messages.TerminalExited, ExitCode: &code}
+	if t.exit.Signal != "" {
+		a.Meta = map[string]any{"signal": t.exit.Signal}
+		if t.state.Meta == nil {
+			t.state.Meta = map[string]any{}
+		}
+		t.state.Meta["signal"] = t.exit.Signal
+	}
+	t.apply(a)
+	if t.disposed {
+		return
+	}
+	// An exit before anything was printed lists the terminal too.
+	if !t.listed {
+		t.list(ctx)
+	} else {
+		t.publishRow(ctx)
+	}
+}
+
+func (t *terminal) reject(m *Dispatch, reason string) {
+	origin := m.Origin
+	env := &messages.Envelope{Channel: t.uri, Action: m.Raw, Origin: &origin, RejectionReason: reason, ServerSeq: t.journal.Next()}
+	m.Sub.Deliver(t.uri, messages.EnvelopeFrame(env))
+}
+
+func (t *terminal) dispatch(ctx actor.Context, m *Dispatch) {
+	a := m.Action
+	if !messages.ClientDispatchable(a.Type) {
+		if strings.HasPrefix(a.Type, "terminal/") {
+			t.reject(m, fmt.Sprintf("%s is sent by the host, not dispatched by a client", a.Type))
+		} else {
+			t.reject(m, fmt.Sprintf("%s is not an action of a terminal", a.Type))
+		}
+		return
+	}
+	raw := m.Raw
+	switch a.Type {
+	case messages.TerminalInput:
+		if a.Data == nil {
+			t.reject(m, "terminal/input needs data")
+			return
+		}
+		if t.exit != nil {
+			t.reject(m, "the terminal's process has exited; input is dropped")
+			return
+		}
+		t.writeInput(ctx, *a.Data)
+	case messages.TerminalResized:
+		if a.Cols == nil || a.Rows == nil {
+			t.reject(m, "terminal/resized needs cols and rows")
+			return
+		}
+		cols, rows, clamped := boundSize(*a.Cols, *a.Rows)
+		if clamped {
+			a = &messages.Action{Type: a.Type, Cols: &cols, Rows: &rows, Meta: map[string]any{
+				"termhost": fmt.Sprintf("size %dx%d clamped to %dx%d (columns %d to %d, rows %d to %d)", *m.Action.Cols, *m.Action.Rows, cols, rows, minCols, maxCols, minRows, maxRows),
+			}}
+			raw = messages.EncodeAction(a)
+		}
+		if t.exit == nil {
+			ctx.Send(t.shell, &shellResize{cols, rows})
+		}
+	case messages.TerminalClaimed:
+		if a.Claim == nil {
+			t.reject(m, "terminal/claimed needs a claim")
+			return
+		}
+		if err := a.Claim.Validate(); err != nil {
+			t.reject(m, err.Error())
+			return
+		}
+		if reason := t.claimRefusal(m.Origin.ClientID, *a.Claim); reason != "" {
+			t.reject(m, reason)
+			return
+		}
+	case messages.TerminalTitleChanged:
+		if a.Title == nil {
+			t.reject(m, "terminal/titleChanged needs a title")
+			return
+		}
+	}
+	t.scrollback.Apply(&t.state, a)
+	origin := m.Origin
+	t.broadcast(&messages.Envelope{Channel: t.uri, Action: raw, Origin: &origin})
+	if a.Type == messages.TerminalClaimed || a.Type == messages.TerminalTitleChanged {
+		t.publishRow(ctx)
+	}
+}
+
+// claimRefusal says why a client may not set this claim, or "" if it may. A client
+// holds a terminal whose client claim names it (or names nobody); a session's
+// terminal can only be handed on within that session, as backgrounding it does.
+func (t *terminal) claimRefusal(clientID string, next messages.Claim) string {
+	cur := t.state.Claim
+	switch cur.Kind {
+	case messages.ClaimClient:
+		if cur.ClientID == "" || cur.ClientID == clientID {
+			return ""
+		}
+		return fmt.Sprintf("the terminal is claimed by client %s", cur.ClientID)
+	case messages.ClaimSession:
+		if next.Kind == messages.ClaimSession && next.Session == cur.Session {
+			return ""
+		}
+		return fmt.Sprintf("the terminal is claimed by session %s", cur.Session)
+	}
+	return ""
+}
+
+// writeInput sends typed input to the process. Pipes have no line discipline, so the
+// host does a terminal's two jobs there: ^C becomes SIGINT to the child's process
+// group, and Enter's \r becomes \n as ICRNL would (seed: "What a client sees").
+func (t *terminal) writeInput(ctx actor.Context, data string) {
+	if t.usePty {
+		ctx.Send(t.shell, &shellWrite{data: []byte(data)})
+		return
+	}
+	var b strings.Builder
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
+		case 0x03:
+			if b.Len() > 0 {
+				ctx.Send(t.shell, &shellWrite{data: []byte(b.String())})
+				b.Reset()
+			}
+			ctx.Send(t.shell, &shellInterrupt{})
+		case '\r':
+			b.WriteByte('\n')
+			if i+1 < len(data) && data[i+1] == '\n' {
+				i++
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	if b.Len() > 0 {
+		ctx.Send(t.shell, &shellWrite{data: []byte(b.String())})
+	}
+}
+
+func (t *terminal) dispose(ctx actor.Context) {
+	if t.disposed {
+		return
+	}
+	t.disposed = true
+	t.subs = map[Subscriber]bool{}
+	t.stopTimers()
+	t.answerCreate(ctx)
+	ctx.Watch(t.shell)
+	// The shell actor ends the process group (SIGHUP, then SIGKILL after the grace),
+	// reaps it and stops; its Terminated stops this terminal.
+	ctx.Send(t.shell, &shellTerminate{})
+}

@@ -1,0 +1,219 @@
+// Command termhost runs shells on this machine and serves each one as a channel of
+// the Agent Host Protocol over WebSocket. `termhost serve` (the default) runs the
+// host; `termhost token` manages who may sign in.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/termhost/termhost/actors"
+	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/pty"
+	"github.com/termhost/termhost/server"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		var usage usageError
+		if errors.As(err, &usage) {
+			fmt.Fprintln(os.Stderr, "termhost:", err)
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "termhost:", err)
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ error }
+
+func run(args []string, stdout, stderr io.Writer) error {
+	verb := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		verb, args = args[0], args[1:]
+	}
+	switch verb {
+	case "serve":
+		return serve(args, stdout, stderr)
+	case "token":
+		return token(args, stdout, stderr)
+	case "help":
+		fmt.Fprint(stdout, usageText)
+		return nil
+	default:
+		return usageError{fmt.Errorf("unknown verb %q\n%s", verb, usageText)}
+	}
+}
+
+const usageText = `usage:
+  termhost [serve] [--listen 127.0.0.1:9187] [--state-dir DIR] [--pty auto|always|never]
+                   [--allow-anonymous] [--allow-origin PATTERN]... [--log-level info]
+  termhost token add --state-dir DIR --user NAME --role owner|member|guest
+  termhost token list --state-dir DIR
+  termhost token revoke --state-dir DIR USER|TOKEN-ID
+`
+
+// defaultStateDir is $XDG_STATE_HOME/termhost, else ~/.local/state/termhost.
+func defaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "termhost")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ".termhost"
+	}
+	return filepath.Join(home, ".local", "state", "termhost")
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func serve(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:9187", "address to listen on (port 0 picks a free port)")
+	stateDir := fs.String("state-dir", defaultStateDir(), "folder for users, tokens and kept sessions")
+	ptyMode := fs.String("pty", "auto", "auto|always|never: run shells under a pseudoterminal")
+	allowAnon := fs.Bool("allow-anonymous", false, "on a non-loopback address, accept connections without a token (they can drive nothing)")
+	var origins multiFlag
+	fs.Var(&origins, "allow-origin", "an extra browser Origin host pattern to accept (repeatable)")
+	logLevel := fs.String("log-level", "info", "debug|info|warn|error")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usageError{fmt.Errorf("--log-level: %v", err)}
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	usePty, err := choosePty(*ptyMode)
+	if err != nil {
+		return usageError{err}
+	}
+	store, err := auth.Open(*stateDir)
+	if err != nil {
+		return err
+	}
+	if path, created, err := store.EnsureOwner(); err != nil {
+		return err
+	} else if created {
+		logger.Info("created the owner user; its token is in "+path, "token_file", path)
+	}
+
+	srv, err := server.New(server.Config{
+		Host:           actors.Options{UsePty: usePty},
+		Auth:           store,
+		AllowAnonymous: *allowAnon,
+		AllowOrigins:   origins,
+		Version:        version,
+		Logger:         logger,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	// The contract line: exactly one line on stdout, from the listener's real address.
+	fmt.Fprintf(stdout, "termhost listening on ws://%s/\n", ln.Addr().String())
+	logger.Info("serving", "addr", ln.Addr().String(), "pty", usePty, "state_dir", *stateDir)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	err = srv.Serve(ctx, ln)
+	if ctx.Err() != nil {
+		logger.Info("stopped")
+		return nil
+	}
+	return err
+}
+
+func choosePty(mode string) (bool, error) {
+	switch mode {
+	case "auto":
+		return pty.Available(), nil
+	case "always":
+		if !pty.Available() {
+			return false, errors.New("--pty always: this machine cannot open a pseudoterminal")
+		}
+		return true, nil
+	case "never":
+		return false, nil
+	}
+	return false, fmt.Errorf("--pty must be auto, always or never, not %q", mode)
+}
+
+func token(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{errors.New("token needs add, list or revoke\n" + usageText)}
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("token "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	stateDir := fs.String("state-dir", defaultStateDir(), "the host's state folder")
+	user := fs.String("user", "", "user name")
+	role := fs.String("role", "", "role: owner, member, guest, or one the users file defines")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	store, err := auth.Open(*stateDir)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "add":
+		if *user == "" || *role == "" {
+			return usageError{errors.New("token add needs --user and --role")}
+		}
+		tok, err := store.AddToken(*user, *role)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, tok)
+	case "list":
+		users, err := store.List()
+		if err != nil {
+			return err
+		}
+		for _, u := range users {
+			ids := make([]string, len(u.Tokens))
+			for i, t := range u.Tokens {
+				ids[i] = t.ID
+			}
+			fmt.Fprintf(stdout, "%s\t%s\t%s\n", u.Name, u.Role, strings.Join(ids, ","))
+		}
+	case "revoke":
+		target := *user
+		if target == "" && fs.NArg() > 0 {
+			target = fs.Arg(0)
+		}
+		if target == "" {
+			return usageError{errors.New("token revoke needs a user name or token id")}
+		}
+		n, err := store.Revoke(target)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "revoked %d token(s)\n", n)
+	default:
+		return usageError{fmt.Errorf("unknown token verb %q", sub)}
+	}
+	return nil
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/termhost/termhost/client"
+	"github.com/termhost/termhost/messages"
+)
+
+const waitTimeout = 30 * time.Second
+
+// buildBinary builds the real termhost once per test run.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "termhost")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go build: %v", err)
+	}
+	return bin
+}
+
+// TestServeContract runs the real binary: the one stdout line, the owner token file,
+// /healthz, a terminal driven over WebSocket, and a clean exit 0 on SIGTERM.
+func TestServeContract(t *testing.T) {
+	bin := buildBinary(t)
+	state := t.TempDir()
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--state-dir", state)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+
+	lines := make(chan string, 4)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var line string
+	select {
+	case line = <-lines:
+	case <-time.After(waitTimeout):
+		t.Fatalf("no listening line; stderr: %s", stderr.String())
+	}
+	const prefix = "termhost listening on ws://"
+	if !strings.HasPrefix(line, prefix) || !strings.HasSuffix(line, "/") {
+		t.Fatalf("stdout line %q", line)
+	}
+	addr := strings.TrimSuffix(strings.TrimPrefix(line, prefix), "/")
+	if strings.HasSuffix(addr, ":0") {
+		t.Fatalf("the line names port 0, not the real port: %q", line)
+	}
+
+	fi, err := os.Stat(filepath.Join(state, "owner.token"))
+	if err != nil {
+		t.Fatalf("owner.token: %v", err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("owner.token mode %v", fi.Mode().Perm())
+	}
+	tok, _ := os.ReadFile(filepath.Join(state, "owner.token"))
+
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "ok" {
+		t.Fatalf("healthz %q", body)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	c, err := client.Dial(ctx, "ws://"+addr+"/any/path?tkn="+strings.TrimSpace(string(tok)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(ctx, "bin", messages.RootURI); err != nil {
+		t.Fatal(err)
+	}
+	uri := "ahp-terminal:/bin-test"
+	if _, err := c.Request(ctx, "createTerminal", map[string]any{"channel": uri, "claim": map[string]any{"kind": "client", "clientId": "bin"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Subscribe(ctx, uri); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Dispatch(ctx, uri, 1, map[string]any{"type": "terminal/input", "data": "echo from-$((40+2))\r"})
+	var out strings.Builder
+	for !strings.Contains(out.String(), "from-42") {
+		select {
+		case n := <-c.Notifications:
+			if n.Envelope != nil && n.Envelope.Type == messages.TerminalData {
+				a, _ := n.Envelope.Decode()
+				out.WriteString(*a.Data)
+			}
+		case <-ctx.Done():
+			t.Fatalf("no output; got %q", out.String())
+		}
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v; stderr: %s", err, stderr.String())
+	}
+	for l := range lines {
+		t.Fatalf("a second stdout line: %q", l)
+	}
+	<-c.Done()
+}
+
+func TestTokenAddPrintsOnlyAToken(t *testing.T) {
+	bin := buildBinary(t)
+	state := t.TempDir()
+	out, err := exec.Command(bin, "token", "add", "--state-dir", state, "--user", "ann", "--role", "member").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := strings.TrimSpace(string(out))
+	if strings.Count(string(out), "\n") != 1 || !strings.HasPrefix(tok, "th_") {
+		t.Fatalf("token add printed %q", out)
+	}
+	list, err := exec.Command(bin, "token", "list", "--state-dir", state).Output()
+	if err != nil || !strings.Contains(string(list), "ann\tmember") || strings.Contains(string(list), tok) {
+		t.Fatalf("token list: %q %v", list, err)
+	}
+	if err := exec.Command(bin, "token", "add", "--state-dir", state, "--user", "x", "--role", "nosuch").Run(); err == nil {
+		t.Fatal("an unknown role was accepted")
+	}
+}

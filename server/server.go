@@ -1,0 +1,306 @@
+// Package server is termhost's transport: the HTTP listener, /healthz, sign-in on the
+// WebSocket upgrade, and for each WebSocket a reader that hands frames to its
+// Connection actor and one writer goroutine that drains its Outbox. It owns the
+// actor system and shuts it down in order: sockets first, then every terminal.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/coder/websocket"
+	"github.com/termhost/termhost/actors"
+	"github.com/termhost/termhost/auth"
+)
+
+// Config is what a Server is made with. Zero values mean the defaults named.
+type Config struct {
+	Host actors.Options
+	// Auth signs connections in; required.
+	Auth *auth.Store
+	// AllowAnonymous lets a host on a non-loopback address take connections that
+	// carry no valid token (they still can drive nothing).
+	AllowAnonymous bool
+	// AllowOrigins are extra Origin host patterns a browser may connect from; the
+	// host's own origin is always allowed.
+	AllowOrigins []string
+	// MaxFrameBytes is the largest frame a client may send: a big paste into a
+	// terminal fits. Default 4 MiB.
+	MaxFrameBytes int64
+	// OutboxBytes bounds what may wait unsent for one connection. Default 32 MiB.
+	OutboxBytes int
+	// WriteTimeout bounds one socket write. Default 30 s.
+	WriteTimeout time.Duration
+	// MaxInFlight bounds the frames one connection has read and not yet had handled,
+	// so a flooding client is slowed by TCP rather than growing a mailbox. Default 64.
+	MaxInFlight int
+	Version     string
+	Logger      *slog.Logger
+}
+
+// Server serves AHP over WebSocket.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	system  *actor.ActorSystem
+	host    *actor.PID
+	journal *actors.Journal
+
+	mu      sync.Mutex // guards conns and closing
+	conns   map[*websocket.Conn]bool
+	closing bool
+	// loopbackOnly is set by Serve from the listener's address.
+	loopbackOnly bool
+}
+
+// New starts the actor system and the host actor.
+func New(cfg Config) (*Server, error) {
+	if cfg.Auth == nil {
+		return nil, errors.New("server: an auth store is required")
+	}
+	if cfg.MaxFrameBytes <= 0 {
+		cfg.MaxFrameBytes = 4 << 20
+	}
+	if cfg.OutboxBytes <= 0 {
+		cfg.OutboxBytes = 32 << 20
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 30 * time.Second
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = 64
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg.Host.Logger = cfg.Logger
+	// protoactor's own logs are about its internals: warnings and up only.
+	quiet := slog.New(levelFloor{cfg.Logger.Handler(), slog.LevelWarn}).With("lib", "protoactor")
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	journal := actors.NewJournal(8192, 16<<20)
+	host, err := system.Root.SpawnNamed(actors.NewHostProps(cfg.Host, journal), "host")
+	if err != nil {
+		return nil, fmt.Errorf("server: starting the host actor: %w", err)
+	}
+	return &Server{cfg: cfg, log: cfg.Logger, system: system, host: host, journal: journal, conns: map[*websocket.Conn]bool{}}, nil
+}
+
+// levelFloor drops records below a level.
+type levelFloor struct {
+	slog.Handler
+	floor slog.Level
+}
+
+func (l levelFloor) Enabled(ctx context.Context, lv slog.Level) bool {
+	return lv >= l.floor && l.Handler.Enabled(ctx, lv)
+}
+
+// Handler serves /healthz and, on any other path, the WebSocket.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/", s.serveWebSocket)
+	return mux
+}
+
+// Serve serves on ln until Shutdown.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.loopbackOnly = isLoopback(ln.Addr())
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	// http.Server.Shutdown neither closes nor waits for hijacked connections such as
+	// WebSockets, so they are closed first, by us.
+	err := s.Shutdown(shutdownCtx)
+	_ = srv.Shutdown(shutdownCtx)
+	return err
+}
+
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+// System is the actor system, for tests and the bench.
+func (s *Server) System() *actor.ActorSystem { return s.system }
+
+// HostPID is the host actor.
+func (s *Server) HostPID() *actor.PID { return s.host }
+
+// Shutdown closes every connection with StatusGoingAway, ends every terminal's
+// process group, and stops the actor system.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	conns := make([]*websocket.Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = c.Close(websocket.StatusGoingAway, string(actors.ReasonShutdown))
+		}()
+	}
+	wg.Wait()
+	timeout := 10 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	_, err := s.system.Root.RequestFuture(s.host, &actors.Shutdown{}, timeout).Result()
+	s.system.Shutdown()
+	if err != nil {
+		return fmt.Errorf("server: ending terminals: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) principal(r *http.Request) (auth.Principal, bool) {
+	token := r.URL.Query().Get("tkn")
+	if h := r.Header.Get("Authorization"); token == "" && strings.HasPrefix(h, "Bearer ") {
+		token = strings.TrimSpace(strings.TrimPrefix(h, "Bearer "))
+	}
+	if token == "" {
+		return auth.Nobody(), false
+	}
+	return s.cfg.Auth.Authenticate(token)
+}
+
+func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.principal(r)
+	if !ok && !s.loopbackOnly && !s.cfg.AllowAnonymous {
+		http.Error(w, "termhost: sign in with ?tkn=TOKEN or Authorization: Bearer TOKEN", http.StatusUnauthorized)
+		return
+	}
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		http.Error(w, "termhost: the host is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowOrigins})
+	if err != nil {
+		s.log.Debug("websocket upgrade refused", "remote", r.RemoteAddr, "err", err)
+		return
+	}
+	conn.SetReadLimit(s.cfg.MaxFrameBytes)
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		_ = conn.Close(websocket.StatusGoingAway, string(actors.ReasonShutdown))
+		return
+	}
+	s.conns[conn] = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, conn)
+		s.mu.Unlock()
+	}()
+	s.runConnection(r.Context(), conn, p)
+}
+
+// runConnection reads frames until the socket ends, with one writer goroutine.
+func (s *Server) runConnection(reqCtx context.Context, conn *websocket.Conn, p auth.Principal) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(reqCtx))
+	defer cancel()
+	log := s.log.With("user", p.User)
+	closeOnce := sync.Once{}
+	closeWith := func(code websocket.StatusCode, reason actors.CloseReason) {
+		closeOnce.Do(func() {
+			log.Info("closing connection", "reason", string(reason))
+			go func() { _ = conn.Close(code, string(reason)) }()
+		})
+	}
+	outbox := actors.NewOutbox(s.cfg.OutboxBytes, func(reason actors.CloseReason) {
+		closeWith(websocket.StatusPolicyViolation, reason)
+	})
+	inFlight := make(chan struct{}, s.cfg.MaxInFlight)
+	props := actors.NewConnectionProps(actors.ConnectionConfig{
+		Host:      s.host,
+		Journal:   s.journal,
+		Outbox:    outbox,
+		Principal: p,
+		Info:      actors.ServerInfo{Name: "termhost", Version: s.cfg.Version},
+		Home:      s.cfg.Host.Home,
+		Logger:    log,
+		Close:     outbox.Finish,
+		Done:      func() { <-inFlight },
+	})
+	pid := s.system.Root.Spawn(props)
+	defer s.system.Root.Send(pid, &actors.Disconnected{})
+
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		s.writeLoop(ctx, conn, outbox, closeWith)
+	}()
+	defer func() { cancel(); <-writerDone }()
+
+	for {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			if st := websocket.CloseStatus(err); st == -1 && !errors.Is(err, context.Canceled) {
+				log.Debug("connection read ended", "err", err)
+			}
+			return
+		}
+		if typ != websocket.MessageText {
+			closeWith(websocket.StatusUnsupportedData, "termhost: send one JSON-RPC message per text frame")
+			continue
+		}
+		select {
+		case inFlight <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		s.system.Root.Send(pid, &actors.Frame{Data: data})
+	}
+}
+
+func (s *Server) writeLoop(ctx context.Context, conn *websocket.Conn, outbox *actors.Outbox, closeWith func(websocket.StatusCode, actors.CloseReason)) {
+	for {
+		frames, err := outbox.Next(ctx)
+		if err != nil {
+			var fin *actors.Finished
+			if errors.As(err, &fin) {
+				closeWith(websocket.StatusPolicyViolation, fin.Reason)
+			}
+			return
+		}
+		for _, f := range frames {
+			wctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
+			err := conn.Write(wctx, websocket.MessageText, f)
+			cancel()
+			if err != nil {
+				outbox.Close()
+				return
+			}
+		}
+	}
+}
