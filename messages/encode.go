@@ -88,3 +88,58 @@ func EncodeAction(a *Action) json.RawMessage {
 	}
 	return b
 }
+
+// The fixed parts of a host terminal/data envelope as EnvelopeFrame writes it.
+var (
+	framePrefix  = []byte(`{"jsonrpc":"2.0","method":"action","params":{"channel":`)
+	dataPrefix   = []byte(`,"action":{"type":"terminal/data","data":"`)
+	seqSeparator = []byte(`"},"serverSeq":`)
+)
+
+// MergeDataFrames joins two host terminal/data frames of one channel into one frame
+// carrying both outputs and the later serverSeq, as a client folding them would see
+// it (PROTOCOL.md 3: coalescing terminal/data is allowed). It reports false for any
+// other pair, frames with an origin or a rejection included.
+func MergeDataFrames(first, second []byte) ([]byte, bool) {
+	h1, d1, ok1 := splitDataFrame(first)
+	h2, d2, ok2 := splitDataFrame(second)
+	if !ok1 || !ok2 || !bytes.Equal(h1, h2) {
+		return nil, false
+	}
+	tail := second[len(h2)+len(dataPrefix)+len(d2):]
+	out := make([]byte, 0, len(h1)+len(dataPrefix)+len(d1)+len(d2)+len(tail))
+	out = append(out, h1...)
+	out = append(out, dataPrefix...)
+	out = append(out, d1...)
+	out = append(out, d2...)
+	out = append(out, tail...)
+	return out, true
+}
+
+// splitDataFrame finds a data frame's head (up to the channel's end) and its escaped
+// data. The tail after the data must be exactly `"},"serverSeq":N}}`.
+func splitDataFrame(f []byte) (head, data []byte, ok bool) {
+	if !bytes.HasPrefix(f, framePrefix) {
+		return nil, nil, false
+	}
+	i := bytes.Index(f[len(framePrefix):], dataPrefix)
+	if i < 0 {
+		return nil, nil, false
+	}
+	head = f[:len(framePrefix)+i]
+	rest := f[len(head)+len(dataPrefix):]
+	j := bytes.LastIndex(rest, seqSeparator)
+	if j < 0 {
+		return nil, nil, false
+	}
+	seq := rest[j+len(seqSeparator):]
+	if len(seq) < 3 || !bytes.HasSuffix(seq, []byte("}}")) {
+		return nil, nil, false
+	}
+	for _, c := range seq[:len(seq)-2] {
+		if c < '0' || c > '9' {
+			return nil, nil, false
+		}
+	}
+	return head, rest[:j], true
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // JSON-RPC and AHP error codes (PROTOCOL.md 7).
@@ -58,6 +60,11 @@ func Errorf(code int, format string, args ...any) *Error {
 // is not a JSON-RPC message an invalid request; either way the id, if one could be
 // read, is returned so the answer names it.
 func ParseInbound(frame []byte) (*Inbound, *Error) {
+	// A text frame must be UTF-8; one that is not has each bad byte replaced, so
+	// nothing the host echoes or hands a shell is invalid UTF-8 in turn.
+	if !utf8.Valid(frame) {
+		frame = []byte(strings.ToValidUTF8(string(frame), "\uFFFD"))
+	}
 	if !json.Valid(frame) {
 		return nil, Errorf(CodeParseError, "Parse error: the frame is not JSON")
 	}

@@ -163,31 +163,49 @@ func trimTo(s *TerminalState, total, limit int) int {
 	return dropped
 }
 
-// Scrollback keeps a terminal's content under a cap without recounting it on every
-// chunk: it tracks the content's length in characters as data arrives.
+// Scrollback keeps a terminal's content under a cap without copying it on every
+// chunk. terminal/data is gathered in a pending buffer and folded into the state's
+// tail part in one append when anything else happens, when the state is read
+// (Settle), or when the content passes twice the limit, so a flood costs about two
+// copies of each byte instead of one copy of the whole tail per chunk. The state's
+// content is only current after Settle.
 type Scrollback struct {
-	Limit int
-	chars int
+	Limit   int
+	chars   int    // characters in the state's content, pending excluded
+	pending []byte // terminal/data not yet folded into the state
 }
 
-// Apply folds a into s and trims the content to the limit.
+// Apply folds a into s (data lazily) and keeps the content near the limit.
 func (b *Scrollback) Apply(s *TerminalState, a *Action) {
-	ReduceTerminal(s, a)
-	switch a.Type {
-	case TerminalData:
+	if a.Type == TerminalData {
 		if a.Data != nil {
-			b.chars += appendedChars(s, *a.Data)
+			b.pending = append(b.pending, *a.Data...)
+			// len(pending) counts bytes, never fewer than its characters.
+			if b.Limit > 0 && b.chars+len(b.pending) > 2*b.Limit {
+				b.Settle(s)
+			}
 		}
-	case TerminalCleared:
+		return
+	}
+	b.flush(s)
+	ReduceTerminal(s, a)
+	if a.Type == TerminalCleared {
 		b.chars = 0
-		return
-	default:
+	}
+}
+
+// flush folds the pending data into the state's tail part.
+func (b *Scrollback) flush(s *TerminalState) {
+	if len(b.pending) == 0 {
 		return
 	}
-	// Trim in slack so a steady flood does not shift the whole buffer per chunk.
-	if b.Limit > 0 && b.chars > b.Limit+b.Limit/8 {
-		b.chars -= trimTo(s, b.chars, b.Limit)
+	data := string(b.pending)
+	b.pending = b.pending[:0]
+	if cap(b.pending) > 64<<10 {
+		b.pending = nil
 	}
+	appendData(s, data)
+	b.chars += appendedChars(s, data)
 }
 
 // appendedChars is how many characters the content gained when data was appended to
@@ -214,6 +232,7 @@ func appendedChars(s *TerminalState, data string) int {
 
 // Settle trims the content to exactly the limit, before a snapshot is taken.
 func (b *Scrollback) Settle(s *TerminalState) {
+	b.flush(s)
 	if b.Limit > 0 && b.chars > b.Limit {
 		b.chars -= trimTo(s, b.chars, b.Limit)
 	}
