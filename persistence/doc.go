@@ -1,0 +1,65 @@
+// Package persistence owns the session store on disk: what the host keeps of a session
+// after its turns have run, so that a restart, a client's dispose or a backend's release
+// does not lose it (seed 000, "A terminal a tool result names" and "Who opens one").
+//
+// It keeps three things, and only these:
+//
+//   - a session's record: its URI, title (and whether somebody named it), working
+//     directories, when it was created and when its first command started and its last
+//     one ended, so that a session whose turns are all `!` commands - which no backend
+//     has a transcript of - is still listed after a restart;
+//   - a chat's local turns: each `!` command's turn, anchored to the turn before it, in
+//     the order they ran (MergeTurns puts them back among a transcript's turns);
+//   - a chat's retained terminals: what a terminal a tool result names printed, its exit
+//     code and whether a pseudoterminal wrote it, kept under the chat and a key so that a
+//     subscribe no live terminal answers can be answered from it (PROTOCOL.md section 8,
+//     the `terminal` ToolResultContent). An output over MaxRetainedOutput is not kept.
+//
+// # Layout
+//
+// Under the root folder (the host's <state-dir>/sessions):
+//
+//	<session>/session.json                          the SessionRecord
+//	<session>/chats/<chat>/chat.json                the chat's URI
+//	<session>/chats/<chat>/turns.json               its local turns
+//	<session>/chats/<chat>/terminals/<key>.json     its retained terminals
+//
+// Every <session>, <chat> and <key> folder or file name is an encoding of the name the
+// caller gave: a lower-case slug of at most 40 letters, digits and dashes, "_", and 32 hex
+// digits of the name's SHA-256. The name itself never reaches the file system, so no URI,
+// chat or key (`ahp-session:/../../x`, `..`, `a/b`, `C:\x`, a NUL) can lead outside the
+// root, and a name never contains a dot, so none is mistaken for a temporary file. The
+// names are kept inside the files (session.json, chat.json, the terminal's key), which is
+// how Sessions lists the sessions and their chats.
+//
+// # Atomicity
+//
+// Every write is atomic: the bytes go to a temporary file in the same folder (named
+// ".<name>.<random>.tmp"), which is written, fsynced and closed, then renamed over the
+// file, and the folder is fsynced so that the rename itself survives a crash. A reader
+// therefore sees either the old file or the new one, never part of one; a crash leaves at
+// worst a temporary file, which every read ignores and Open removes once it is a minute
+// old. A folder the store creates is fsynced into its parent the same way.
+//
+// Deleting a session or a chat is atomic too: its folder is first renamed to a hidden
+// ".<name>.<random>.trash" beside it (and the parent fsynced), which is the moment it is
+// gone, and only then removed; Open finishes any removal a crash interrupted.
+//
+// A file that does not parse - one truncated or written by something else - is refused
+// with an error wrapping ErrCorrupt, never a panic and never a partial value, so the
+// caller refuses what it named and logs it.
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use by many goroutines. Writes to different files go on
+// in parallel; an AppendTurn's read-modify-write of a chat's turns.json is serialised
+// with every other writer of that chat, and deleting or moving a chat or a session waits
+// for the writes under it. Reads take no lock: an atomic rename leaves nothing partial to
+// see. The store assumes it is the only process writing under its root.
+//
+// # Keeping nothing
+//
+// A Store opened with root "" (and a nil *Store) keeps nothing, as a host with no folders
+// keeps nothing (seed 000): every write does nothing and returns nil once its arguments
+// are checked, and every read finds nothing.
+package persistence

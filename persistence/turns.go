@@ -1,0 +1,247 @@
+package persistence
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// Local turn end states: how a turn ended, as ChatState.turns[].state says it
+// (PROTOCOL.md section 8).
+const (
+	TurnComplete  = "complete"
+	TurnCancelled = "cancelled"
+	TurnError     = "error"
+)
+
+// LocalTurn is a `!` command's turn, kept because no agent's transcript holds it: the
+// host ran it, so the host keeps it, anchored to the turn before it (seed 000, "Who
+// opens one").
+type LocalTurn struct {
+	// ID is the turn's id (chat/turnStarted's turnId).
+	ID string `json:"id"`
+	// AnchorTurnID is the turn it followed, by the id the backend's transcript gives that
+	// turn (or another local turn's ID); "" when it was the chat's first.
+	AnchorTurnID string `json:"anchorTurnId,omitempty"`
+	// Text is the message text as sent, e.g. "!echo ran".
+	Text string `json:"text"`
+	// StartedAt and EndedAt bound the turn.
+	StartedAt time.Time `json:"startedAt,omitzero"`
+	EndedAt   time.Time `json:"endedAt,omitzero"`
+	// ToolCallID is the command's tool call.
+	ToolCallID string `json:"toolCallId,omitempty"`
+	// TerminalURI and TerminalKey name the terminal the call ran in and the key its
+	// output is kept under (SaveTerminal), so the terminal opens rebuilt after a restart.
+	TerminalURI string `json:"terminalUri,omitempty"`
+	TerminalKey string `json:"terminalKey,omitempty"`
+	// Result is the completed tool call's ToolCallResult as the host sent it.
+	Result json.RawMessage `json:"result,omitempty"`
+	// State is how the turn ended: TurnComplete, TurnCancelled or TurnError.
+	State string `json:"state"`
+}
+
+func (t *LocalTurn) validate() error {
+	if t.ID == "" {
+		return fmt.Errorf("%w: a local turn needs an id", ErrInvalid)
+	}
+	switch t.State {
+	case TurnComplete, TurnCancelled, TurnError:
+	default:
+		return fmt.Errorf("%w: local turn %s ends in state %q", ErrInvalid, t.ID, t.State)
+	}
+	if len(t.Result) > 0 && !json.Valid(t.Result) {
+		return fmt.Errorf("%w: local turn %s has a result that is not JSON", ErrInvalid, t.ID)
+	}
+	return nil
+}
+
+// turnsFileData is a chat's turns.json.
+type turnsFileData struct {
+	Version int         `json:"version"`
+	Chat    string      `json:"chat"`
+	Turns   []LocalTurn `json:"turns"`
+}
+
+// AppendTurn keeps turn as the chat's latest local turn. A turn with the ID of one
+// already kept replaces it where it stands, so keeping a turn twice is harmless. A
+// turns.json that does not parse is not overwritten: the error wraps ErrCorrupt, and
+// DeleteChat is the way to start the chat's local turns afresh.
+func (s *Store) AppendTurn(session, chat string, turn LocalTurn) error {
+	if err := checkNames("session or chat", session, chat); err != nil {
+		return err
+	}
+	if err := turn.validate(); err != nil {
+		return err
+	}
+	if !s.keeps() {
+		return nil
+	}
+	defer s.locks.rlock(sessionKey(session))()
+	defer s.locks.lock(chatKey(session, chat))()
+	turns, err := s.readTurns(session, chat)
+	if err != nil {
+		return err
+	}
+	if i := slices.IndexFunc(turns, func(t LocalTurn) bool { return t.ID == turn.ID }); i >= 0 {
+		turns[i] = turn
+	} else {
+		turns = append(turns, turn)
+	}
+	return s.writeTurnsLocked(session, chat, turns)
+}
+
+// Turns returns the chat's local turns in the order they ran; none is an empty result,
+// not an error. A turns.json that does not parse is an error wrapping ErrCorrupt.
+func (s *Store) Turns(session, chat string) ([]LocalTurn, error) {
+	if !s.keeps() || session == "" || chat == "" {
+		return nil, nil
+	}
+	return s.readTurns(session, chat)
+}
+
+// RemoveTurns drops the chat's local turns with the given ids, and the terminals kept
+// under their TerminalKey with them, as when a truncation drops those turns or
+// MergeTurns found their anchor gone. Ids not kept are ignored.
+func (s *Store) RemoveTurns(session, chat string, ids ...string) error {
+	if !s.keeps() || session == "" || chat == "" || len(ids) == 0 {
+		return nil
+	}
+	defer s.locks.rlock(sessionKey(session))()
+	defer s.locks.lock(chatKey(session, chat))()
+	turns, err := s.readTurns(session, chat)
+	if err != nil {
+		return err
+	}
+	var gone []LocalTurn
+	turns = slices.DeleteFunc(turns, func(t LocalTurn) bool {
+		if slices.Contains(ids, t.ID) {
+			gone = append(gone, t)
+			return true
+		}
+		return false
+	})
+	if len(gone) == 0 {
+		return nil
+	}
+	// The turns go first: a crash between the two leaves a terminal no turn names,
+	// never a turn whose terminal is missing.
+	if err := s.writeTurnsLocked(session, chat, turns); err != nil {
+		return err
+	}
+	var errs []error
+	for _, t := range gone {
+		if t.TerminalKey != "" {
+			errs = append(errs, s.removeTerminalLocked(session, chat, t.TerminalKey))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Store) readTurns(session, chat string) ([]LocalTurn, error) {
+	path := filepath.Join(s.chatDir(session, chat), turnsFile)
+	var f turnsFileData
+	if err := readJSON(path, maxTurnsFile, &f); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if f.Version != formatVersion {
+		return nil, corrupt(path, "format version %d, want %d", f.Version, formatVersion)
+	}
+	if f.Chat != chat {
+		return nil, corrupt(path, "kept for chat %q, not %q", f.Chat, chat)
+	}
+	for i := range f.Turns {
+		if f.Turns[i].ID == "" {
+			return nil, corrupt(path, "turn %d has no id", i)
+		}
+	}
+	return f.Turns, nil
+}
+
+// writeTurnsLocked replaces the chat's turns.json; the caller holds the chat's lock
+// exclusively.
+func (s *Store) writeTurnsLocked(session, chat string, turns []LocalTurn) error {
+	cdir, err := s.ensureChat(session, chat)
+	if err != nil {
+		return err
+	}
+	if turns == nil {
+		turns = []LocalTurn{}
+	}
+	return s.writeJSON(cdir, turnsFile, turnsFileData{Version: formatVersion, Chat: chat, Turns: turns})
+}
+
+// MergeTurns puts a chat's local turns back among the turns of its live state or
+// transcript (seed 000, "Who opens one"). transcript is the chat's turn ids in order;
+// local is its local turns in the order they ran (as Turns returns them).
+//
+// Each local turn goes right after the turn it is anchored to - after the local turns
+// that ran before it from the same anchor, and after the local turns anchored to those -
+// and one anchored to "" goes before every transcript turn. A local turn whose anchor is
+// neither "" nor in the transcript nor a kept local turn is dropped, as the reference
+// host drops one, and so is every local turn anchored to a dropped one. A local turn
+// whose ID the transcript already holds (a live chat's state holds the turns the host
+// ran) is kept where the transcript has it. A repeated local ID keeps its first turn.
+//
+// order is every turn id in order; kept is the local turns that stayed, in the order
+// they ran. A local turn in neither was dropped, and RemoveTurns may forget it.
+func MergeTurns(transcript []string, local []LocalTurn) (order []string, kept []LocalTurn) {
+	inTranscript := make(map[string]bool, len(transcript))
+	for _, id := range transcript {
+		inTranscript[id] = true
+	}
+	keep := make([]bool, len(local))
+	children := make(map[string][]int) // anchor id -> indexes into local, in run order
+	seen := make(map[string]bool, len(local))
+	for i, t := range local {
+		if t.ID == "" || seen[t.ID] {
+			continue
+		}
+		seen[t.ID] = true
+		if inTranscript[t.ID] {
+			keep[i] = true
+			continue
+		}
+		children[t.AnchorTurnID] = append(children[t.AnchorTurnID], i)
+	}
+
+	order = make([]string, 0, len(transcript)+len(local))
+	var stack []int
+	// place emits the local turns anchored to anchor, each followed by its own, depth
+	// first; a loop of local turns anchored to each other is never reached. Each
+	// anchor's turns are placed once, even if the transcript repeats it.
+	place := func(anchor string) {
+		kids := children[anchor]
+		delete(children, anchor)
+		for i := len(kids) - 1; i >= 0; i-- {
+			stack = append(stack, kids[i])
+		}
+		for len(stack) > 0 {
+			i := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			order = append(order, local[i].ID)
+			keep[i] = true
+			kids := children[local[i].ID]
+			delete(children, local[i].ID)
+			for j := len(kids) - 1; j >= 0; j-- {
+				stack = append(stack, kids[j])
+			}
+		}
+	}
+	place("")
+	for _, id := range transcript {
+		order = append(order, id)
+		place(id)
+	}
+	for i, t := range local {
+		if keep[i] {
+			kept = append(kept, t)
+		}
+	}
+	return order, kept
+}
