@@ -48,6 +48,9 @@ type connection struct {
 	clientID    string
 	initialized bool
 	subscribed  map[string]bool
+	// subscribing are channels whose subscribe is on its way: a socket that goes
+	// before the answer must still be taken off them.
+	subscribing map[string]int
 }
 
 // NewConnectionProps makes the props of a connection actor.
@@ -56,7 +59,7 @@ func NewConnectionProps(cfg ConnectionConfig) *actor.Props {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &connection{cfg: cfg, subscribed: map[string]bool{}}
+		return &connection{cfg: cfg, subscribed: map[string]bool{}, subscribing: map[string]int{}}
 	})
 }
 
@@ -72,12 +75,25 @@ func (c *connection) Receive(ctx actor.Context) {
 			c.cfg.Done()
 		}
 	case *Disconnected:
+		// Unsubscribe follows any Subscribe this actor sent to the same channel, so
+		// one still on its way is undone too.
 		for ch := range c.subscribed {
 			ctx.Send(c.cfg.Host, &Unsubscribe{Channel: ch, Sub: c.cfg.Outbox})
+		}
+		for ch := range c.subscribing {
+			if !c.subscribed[ch] {
+				ctx.Send(c.cfg.Host, &Unsubscribe{Channel: ch, Sub: c.cfg.Outbox})
+			}
 		}
 		c.subscribed = map[string]bool{}
 		c.cfg.Outbox.Close()
 		ctx.Stop(ctx.Self())
+	}
+}
+
+func (c *connection) doneSubscribing(ch string) {
+	if c.subscribing[ch]--; c.subscribing[ch] <= 0 {
+		delete(c.subscribing, ch)
 	}
 }
 
@@ -131,6 +147,14 @@ func (c *connection) handle(ctx actor.Context, data []byte) {
 		c.createTerminal(ctx, id, msg.Params)
 	case "disposeTerminal":
 		c.disposeTerminal(ctx, id, msg.Params)
+	case "createSession":
+		c.createSession(ctx, id, msg.Params)
+	case "createChat":
+		c.createChat(ctx, id, msg.Params)
+	case "listSessions":
+		c.listSessions(ctx, id)
+	case "disposeSession":
+		c.disposeSession(ctx, id, msg.Params)
 	case "unsubscribe", "dispatchAction":
 		c.fail(id, messages.Errorf(messages.CodeInvalidRequest, "%s is a notification: send it without an id", method))
 	default:
@@ -220,6 +244,8 @@ func (c *connection) initialize(ctx actor.Context, id json.RawMessage, raw json.
 			"snapshots":                   snaps,
 			"defaultDirectory":            fileURI(c.cfg.Home),
 			"completionTriggerCharacters": []string{"@", "#", "/"},
+			// A turn's text that starts with ! runs as a shell command (seed: "Who opens one").
+			"terminalCommandPrefix": "!",
 		}
 		frame, err := messages.ResponseFrame(id, result)
 		if err != nil {
@@ -239,7 +265,7 @@ func (c *connection) readable(channels []string) []string {
 			continue
 		}
 		seen[ch] = true
-		if ch == messages.RootURI || c.cfg.Principal.Can(auth.GrantTerminalOutput) {
+		if ch == messages.RootURI || c.cfg.Principal.Can(readGrant(ch)) {
 			out = append(out, ch)
 		}
 	}
@@ -260,8 +286,10 @@ func (c *connection) collectSnapshots(ctx actor.Context, channels []string, done
 		}
 		ch := channels[i]
 		c.cfg.Outbox.Hold(ch)
+		c.subscribing[ch]++
 		f := ctx.RequestFuture(c.cfg.Host, &Subscribe{Channel: ch, Sub: c.cfg.Outbox}, requestTimeout)
 		ctx.ReenterAfter(f, func(res interface{}, err error) {
+			c.doneSubscribing(ch)
 			if r, ok := res.(*SubscribeResult); ok && err == nil && r.Snapshot != nil {
 				snaps = append(snaps, *r.Snapshot)
 				subscribed = append(subscribed, ch)
@@ -289,14 +317,16 @@ func (c *connection) subscribe(ctx actor.Context, id json.RawMessage, raw json.R
 		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel is required"))
 		return
 	}
-	if p.Channel != messages.RootURI && !c.cfg.Principal.Can(auth.GrantTerminalOutput) {
-		c.fail(id, c.refusal(auth.GrantTerminalOutput))
+	if grant := readGrant(p.Channel); p.Channel != messages.RootURI && !c.cfg.Principal.Can(grant) {
+		c.fail(id, c.refusal(grant))
 		return
 	}
 	ch := p.Channel
 	c.cfg.Outbox.Hold(ch)
+	c.subscribing[ch]++
 	f := ctx.RequestFuture(c.cfg.Host, &Subscribe{Channel: ch, Sub: c.cfg.Outbox}, requestTimeout)
 	ctx.ReenterAfter(f, func(res interface{}, err error) {
+		c.doneSubscribing(ch)
 		r, ok := res.(*SubscribeResult)
 		switch {
 		case err != nil || !ok:
@@ -542,7 +572,19 @@ func actionGrant(actionType string) string {
 	case messages.RootConfigChanged:
 		return auth.GrantConfigChange
 	}
+	if strings.HasPrefix(actionType, "chat/") || strings.HasPrefix(actionType, "session/") {
+		return auth.GrantChatSend
+	}
 	return ""
+}
+
+// readGrant is the grant reading a channel needs: a session or chat is read by whoever
+// may take part in it, anything else is a terminal's output.
+func readGrant(channel string) string {
+	if strings.HasPrefix(channel, "ahp-session:") || strings.HasPrefix(channel, "ahp-chat:") {
+		return auth.GrantChatSend
+	}
+	return auth.GrantTerminalOutput
 }
 
 func (c *connection) notification(ctx actor.Context, method string, raw json.RawMessage) {
@@ -590,4 +632,88 @@ func validRaw(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	return json.RawMessage(`null`)
+}
+
+type createSessionParams struct {
+	Channel            string   `json:"channel"`
+	WorkingDirectories []string `json:"workingDirectories"`
+}
+
+func (c *connection) createSession(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
+	if !c.cfg.Principal.Can(auth.GrantChatSend) {
+		c.fail(id, c.refusal(auth.GrantChatSend))
+		return
+	}
+	var p createSessionParams
+	if e := decodeParams(raw, &p); e != nil {
+		c.fail(id, e)
+		return
+	}
+	if !strings.HasPrefix(p.Channel, "ahp-session:") {
+		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel must be an ahp-session: URI"))
+		return
+	}
+	c.askSession(ctx, id, &CreateSession{URI: p.Channel, WorkingDirectories: p.WorkingDirectories})
+}
+
+type createChatParams struct {
+	Channel string `json:"channel"`
+	Chat    string `json:"chat"`
+}
+
+func (c *connection) createChat(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
+	if !c.cfg.Principal.Can(auth.GrantChatSend) {
+		c.fail(id, c.refusal(auth.GrantChatSend))
+		return
+	}
+	var p createChatParams
+	if e := decodeParams(raw, &p); e != nil {
+		c.fail(id, e)
+		return
+	}
+	c.askSession(ctx, id, &CreateChat{Session: p.Channel, Chat: p.Chat})
+}
+
+func (c *connection) disposeSession(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
+	if !c.cfg.Principal.Can(auth.GrantChatSend) {
+		c.fail(id, c.refusal(auth.GrantChatSend))
+		return
+	}
+	var p subscribeParams
+	if e := decodeParams(raw, &p); e != nil {
+		c.fail(id, e)
+		return
+	}
+	c.askSession(ctx, id, &DisposeSession{URI: p.Channel})
+}
+
+// askSession sends a session request to the host and answers with its result: null,
+// or {chat} for a create.
+func (c *connection) askSession(ctx actor.Context, id json.RawMessage, m any) {
+	f := ctx.RequestFuture(c.cfg.Host, m, requestTimeout)
+	ctx.ReenterAfter(f, func(res interface{}, err error) {
+		r, ok := res.(*SessionResult)
+		switch {
+		case err != nil || !ok:
+			c.fail(id, messages.Errorf(messages.CodeInternalError, "Internal error: no answer from the session"))
+		case r.Err != nil:
+			c.fail(id, r.Err)
+		case r.Chat != "":
+			c.reply(id, map[string]any{"chat": r.Chat})
+		default:
+			c.reply(id, nil)
+		}
+	})
+}
+
+func (c *connection) listSessions(ctx actor.Context, id json.RawMessage) {
+	f := ctx.RequestFuture(c.cfg.Host, &ListSessions{}, requestTimeout)
+	ctx.ReenterAfter(f, func(res interface{}, err error) {
+		items, ok := res.([]map[string]any)
+		if err != nil || !ok {
+			c.fail(id, messages.Errorf(messages.CodeInternalError, "Internal error: no session list"))
+			return
+		}
+		c.reply(id, map[string]any{"items": items})
+	})
 }

@@ -2,12 +2,15 @@ package actors
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/persistence"
 )
 
 // Options are the host's limits and choices. The zero value of each field means the
@@ -27,10 +30,18 @@ type Options struct {
 	KillGrace time.Duration
 	// DefaultShell is the system shell: $SHELL, else /bin/sh, when empty.
 	DefaultShell string
+	// ZshFolderAsFound takes <tmp>/<user>-termhost-zsh for zsh's startup files even
+	// when it is a symlink or another user's (--zsh-folder as-found).
+	ZshFolderAsFound bool
 	// Home is the folder a client's terminal opens in when it names none. Default
 	// the host's home folder.
 	Home   string
 	Logger *slog.Logger
+	// Store keeps sessions, their local turns and retained terminals; nil keeps
+	// nothing.
+	Store *persistence.Store
+	// CommandTimeout ends a `!` command still running after it. Default 2 minutes.
+	CommandTimeout time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -55,8 +66,14 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.CommandTimeout <= 0 {
+		o.CommandTimeout = 2 * time.Minute
+	}
 	return o
 }
+
+// settled is a closed channel: a wait on it returns at once.
+var settled = func() <-chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Root config keys.
 const (
@@ -92,6 +109,12 @@ type host struct {
 
 	shutdownWaiters []*actor.PID
 	shuttingDown    bool
+	sessionsClosed  bool
+
+	// sessions maps a session URI to its actor; chats maps each chat URI to the actor
+	// of the session holding it.
+	sessions map[string]*actor.PID
+	chats    map[string]*actor.PID
 }
 
 type terminalEntry struct {
@@ -104,7 +127,8 @@ type terminalEntry struct {
 func NewHostProps(opts Options, journal *Journal) *actor.Props {
 	opts = opts.withDefaults()
 	return actor.PropsFromProducer(func() actor.Actor {
-		h := &host{opts: opts, journal: journal, entries: map[string]*terminalEntry{}, subs: map[Subscriber]bool{}}
+		h := &host{opts: opts, journal: journal, entries: map[string]*terminalEntry{}, subs: map[Subscriber]bool{},
+			sessions: map[string]*actor.PID{}, chats: map[string]*actor.PID{}}
 		h.root = messages.RootState{
 			Agents:    []json.RawMessage{},
 			Terminals: &[]messages.TerminalInfo{},
@@ -127,6 +151,8 @@ func terminalSupervisor() actor.SupervisorStrategy {
 
 func (h *host) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		h.restoreSessions(ctx)
 	case *Subscribe:
 		if m.Channel == messages.RootURI {
 			h.subs[m.Sub] = true
@@ -138,13 +164,67 @@ func (h *host) Receive(ctx actor.Context) {
 			ctx.Forward(e.pid)
 			return
 		}
+		if pid := h.sessionOf(m.Channel); pid != nil {
+			ctx.Forward(pid)
+			return
+		}
 		ctx.Respond(&SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s on this host", m.Channel)})
 	case *Unsubscribe:
 		if m.Channel == messages.RootURI {
 			delete(h.subs, m.Sub)
 		} else if e := h.entries[m.Channel]; e != nil {
 			ctx.Forward(e.pid)
+		} else if pid := h.sessionOf(m.Channel); pid != nil {
+			ctx.Forward(pid)
 		}
+	case *CreateSession:
+		h.createSession(ctx, m)
+	case *CreateChat:
+		if pid := h.sessions[m.Session]; pid != nil {
+			if m.Chat != "" && (h.chats[m.Chat] != nil || h.entries[m.Chat] != nil || h.sessions[m.Chat] != nil) {
+				ctx.Respond(&SessionResult{Err: messages.Errorf(messages.CodeAlreadyExists, "Channel already exists: %s", m.Chat)})
+				return
+			}
+			ctx.Forward(pid)
+			return
+		}
+		ctx.Respond(&SessionResult{Err: messages.Errorf(messages.CodeSessionNotFound, "No session %s on this host", m.Session)})
+	case *chatsOf:
+		for uri, pid := range h.chats {
+			if pid.Id == h.sessions[m.session].GetId() {
+				delete(h.chats, uri)
+			}
+		}
+		if pid := h.sessions[m.session]; pid != nil {
+			for _, c := range m.chats {
+				h.chats[c] = pid
+			}
+		}
+	case *ListSessions:
+		h.listSessions(ctx)
+	case *DisposeSession:
+		pid := h.sessions[m.URI]
+		if pid == nil {
+			ctx.Respond(&SessionResult{})
+			return
+		}
+		delete(h.sessions, m.URI)
+		for uri, p := range h.chats {
+			if p.Id == pid.Id {
+				delete(h.chats, uri)
+			}
+		}
+		ctx.Forward(pid)
+	case *TerminalWrite:
+		if e := h.entries[m.URI]; e != nil {
+			ctx.Forward(e.pid)
+		}
+	case *SnapshotQuery:
+		if e := h.entries[m.URI]; e != nil {
+			ctx.Forward(e.pid)
+			return
+		}
+		ctx.Respond(nil)
 	case *Dispatch:
 		h.dispatch(ctx, m)
 	case *CreateTerminal:
@@ -166,11 +246,33 @@ func (h *host) Receive(ctx actor.Context) {
 		}
 		e.info, e.listed = m.info, true
 		h.publishTerminals(ctx)
+	case *ScreenQuery:
+		if e := h.entries[m.URI]; e != nil {
+			ctx.Forward(e.pid)
+			return
+		}
+		ctx.Respond(&ScreenInfo{WhenAltBuffer: settled})
 	case *ListTerminals:
 		ctx.Respond(append([]string(nil), h.order...))
 	case *Shutdown:
 		h.shuttingDown = true
 		h.shutdownWaiters = append(h.shutdownWaiters, ctx.Sender())
+		// A command's turn still waiting ends unrun and what ended is written, before
+		// the terminals go: the sessions are asked first, off the mailbox, because
+		// they ask this actor for their terminals' snapshots meanwhile.
+		futures := make([]*actor.Future, 0, len(h.sessions))
+		for _, pid := range h.sessions {
+			futures = append(futures, ctx.RequestFuture(pid, &Shutdown{}, 10*time.Second))
+		}
+		self, system := ctx.Self(), ctx.ActorSystem()
+		go func() {
+			for _, f := range futures {
+				_, _ = f.Result()
+			}
+			system.Root.Send(self, &sessionsClosed{})
+		}()
+	case *sessionsClosed:
+		h.sessionsClosed = true
 		for uri, e := range h.entries {
 			ctx.Send(e.pid, &DisposeTerminal{URI: uri})
 		}
@@ -190,7 +292,7 @@ func (h *host) Receive(ctx actor.Context) {
 }
 
 func (h *host) maybeShutdownDone(ctx actor.Context) {
-	if !h.shuttingDown || len(ctx.Children()) > 0 {
+	if !h.shuttingDown || !h.sessionsClosed || len(h.entries) > 0 || h.disposing(ctx) {
 		return
 	}
 	for _, w := range h.shutdownWaiters {
@@ -221,6 +323,15 @@ func (h *host) create(ctx actor.Context, m *CreateTerminal) {
 		ctx.Respond(&CreateResult{Err: messages.Errorf(messages.CodeAlreadyExists, "Terminal already exists: %s", m.URI)})
 		return
 	}
+	if h.sessions[m.URI] != nil || h.chats[m.URI] != nil {
+		ctx.Respond(&CreateResult{Err: messages.Errorf(messages.CodeInvalidParams, "%s is a session or chat here, not a terminal", m.URI)})
+		return
+	}
+	// A terminal a tool result names cannot be opened as a shell of a client's own.
+	if _, _, named := parseCommandTerminalURI(m.URI); named && m.Watcher == nil {
+		ctx.Respond(&CreateResult{Err: messages.Errorf(messages.CodeSessionAlreadyExists, "%s names a command's terminal; it cannot be created", m.URI)})
+		return
+	}
 	props := newTerminalProps(h.opts, h.journal, ctx.Self(), m, h.defaultShell())
 	pid, err := ctx.SpawnNamed(props, "terminal-"+sanitizeName(m.URI))
 	if err != nil {
@@ -248,7 +359,15 @@ func isExecutable(path string) bool {
 func (h *host) dispatch(ctx actor.Context, m *Dispatch) {
 	if m.Channel != messages.RootURI {
 		if e := h.entries[m.Channel]; e != nil {
+			if !strings.HasPrefix(m.Action.Type, "terminal/") && (strings.HasPrefix(m.Action.Type, "chat/") || strings.HasPrefix(m.Action.Type, "session/")) {
+				h.reject(m, fmt.Sprintf("%s is not a session here", m.Channel))
+				return
+			}
 			ctx.Forward(e.pid)
+			return
+		}
+		if pid := h.sessionOf(m.Channel); pid != nil {
+			ctx.Forward(pid)
 		}
 		// A dispatch to a channel that does not exist is ignored (PROTOCOL.md 4).
 		return
@@ -312,3 +431,96 @@ func sanitizeName(uri string) string {
 	}
 	return string(b)
 }
+
+// sessionOf is the session actor that answers for a session, chat or command terminal
+// URI, or nil.
+func (h *host) sessionOf(uri string) *actor.PID {
+	if pid := h.sessions[uri]; pid != nil {
+		return pid
+	}
+	if pid := h.chats[uri]; pid != nil {
+		return pid
+	}
+	if chat, _, ok := parseCommandTerminalURI(uri); ok {
+		return h.chats[chat]
+	}
+	return nil
+}
+
+func (h *host) createSession(ctx actor.Context, m *CreateSession) {
+	if h.shuttingDown {
+		ctx.Respond(&SessionResult{Err: messages.Errorf(messages.CodeInternalError, "%s", closingHost)})
+		return
+	}
+	if h.sessions[m.URI] != nil {
+		ctx.Respond(&SessionResult{Err: messages.Errorf(messages.CodeSessionAlreadyExists, "Session already exists: %s", m.URI)})
+		return
+	}
+	if h.entries[m.URI] != nil || h.chats[m.URI] != nil {
+		ctx.Respond(&SessionResult{Err: messages.Errorf(messages.CodeInvalidParams, "%s is already a channel here", m.URI)})
+		return
+	}
+	rec := persistence.SessionRecord{URI: m.URI, WorkingDirectories: m.WorkingDirectories, Created: time.Now()}
+	pid := ctx.Spawn(newSessionProps(h.opts, h.journal, ctx.Self(), h.opts.Store, rec, false))
+	h.sessions[m.URI] = pid
+	h.chats[m.URI+"/chat"] = pid
+	ctx.Respond(&SessionResult{Chat: m.URI + "/chat"})
+}
+
+// restoreSessions brings back the sessions the store kept: a session whose turns are
+// all commands has no transcript anywhere else (seed: "Who opens one").
+func (h *host) restoreSessions(ctx actor.Context) {
+	records, problems := h.opts.Store.Sessions()
+	for _, err := range problems {
+		h.opts.Logger.Warn("a kept session could not be read", "err", err)
+	}
+	for _, rec := range records {
+		pid := ctx.Spawn(newSessionProps(h.opts, h.journal, ctx.Self(), h.opts.Store, rec, true))
+		h.sessions[rec.URI] = pid
+		for _, c := range rec.Chats {
+			h.chats[c] = pid
+		}
+	}
+}
+
+func (h *host) listSessions(ctx actor.Context) {
+	futures := make([]*actor.Future, 0, len(h.sessions))
+	for _, pid := range h.sessions {
+		futures = append(futures, ctx.RequestFuture(pid, &sessionSummary{}, 5*time.Second))
+	}
+	sender := ctx.Sender()
+	system := ctx.ActorSystem()
+	go func() {
+		items := []map[string]any{}
+		for _, f := range futures {
+			if res, err := f.Result(); err == nil {
+				if m, ok := res.(map[string]any); ok {
+					items = append(items, m)
+				}
+			}
+		}
+		system.Root.Send(sender, items)
+	}()
+}
+
+// disposing reports whether a terminal the host let go of is still ending.
+func (h *host) disposing(ctx actor.Context) bool {
+	for _, c := range ctx.Children() {
+		if !h.isSession(c) {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *host) isSession(pid *actor.PID) bool {
+	for _, p := range h.sessions {
+		if p.Id == pid.Id {
+			return true
+		}
+	}
+	return false
+}
+
+// sessionsClosed says every session has ended its commands for a shutdown.
+type sessionsClosed struct{}

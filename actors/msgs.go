@@ -67,12 +67,35 @@ type CreateTerminal struct {
 	Cols  int
 	Rows  int
 	Spec  TerminalSpec
+	// Watcher, when set, gets a *TerminalEvent for every action on the terminal from
+	// its start: the seam a session uses to read a command's output as a client would.
+	Watcher *actor.PID
 }
 
 // CreateResult answers CreateTerminal.
 type CreateResult struct {
 	Err *messages.Error
+	// IsPty and Detection say how the terminal runs and whether its shell has marked
+	// a command boundary by the time it was listed.
+	IsPty     bool
+	Detection bool
 }
+
+// TerminalEvent is one action applied on a terminal, for its watcher.
+type TerminalEvent struct {
+	URI    string
+	Action *messages.Action
+}
+
+// TerminalWrite types data into a terminal as the host (a `!` command).
+type TerminalWrite struct {
+	URI  string
+	Data string
+}
+
+// SnapshotQuery asks a terminal for its settled state; the answer is a
+// *messages.TerminalState.
+type SnapshotQuery struct{ URI string }
 
 // DisposeTerminal ends a terminal's process and takes its row off the list. The answer
 // is a *DisposeResult, sent once the row is gone.
@@ -134,3 +157,18 @@ type drainTimeout struct{}
 
 // childrenQuery asks a terminal for its children (its shell), for tests.
 type childrenQuery struct{}
+
+// ScreenQuery asks a terminal about its screen; the answer is a *ScreenInfo. A
+// terminal on pipes has no screen: false for both modes, and WhenAltBuffer settled.
+type ScreenQuery struct{ URI string }
+
+// ScreenInfo answers ScreenQuery.
+type ScreenInfo struct {
+	IsPty          bool
+	AltBuffer      bool
+	BracketedPaste bool
+	// WhenAltBuffer is closed once a program switched to the alternate screen.
+	WhenAltBuffer <-chan struct{}
+	// Text is the screen's visible text.
+	Text string
+}

@@ -3,6 +3,8 @@ package actors
 import (
 	"context"
 	"sync"
+
+	"github.com/termhost/termhost/messages"
 )
 
 // Subscriber is what a channel actor hands its frames to. Deliver must never block:
@@ -20,6 +22,9 @@ const (
 	ReasonShutdown        CloseReason = "termhost: the host is shutting down"
 	ReasonVersionMismatch CloseReason = "termhost: no protocol version in common"
 )
+
+// maxMergedFrame caps a frame built by merging queued terminal/data.
+const maxMergedFrame = 1 << 20
 
 // Outbox is one connection's outbound queue: producers append frames and never wait;
 // one writer goroutine takes them in order. It is bounded in bytes: a connection whose
@@ -60,6 +65,16 @@ func (o *Outbox) Deliver(channel string, frame []byte) {
 	if h, ok := o.held[channel]; ok {
 		o.held[channel] = append(h, frame)
 		o.pending += len(frame)
+	} else if n := len(o.frames); channel != "" && n > 0 && len(o.frames[n-1]) < maxMergedFrame {
+		// A connection behind its output gets adjacent terminal/data of one channel
+		// merged into one frame: fewer, larger writes for whoever is slowest.
+		if merged, ok := messages.MergeDataFrames(o.frames[n-1], frame); ok {
+			o.pending += len(merged) - len(o.frames[n-1])
+			o.frames[n-1] = merged
+		} else {
+			o.frames = append(o.frames, frame)
+			o.pending += len(frame)
+		}
 	} else {
 		o.frames = append(o.frames, frame)
 		o.pending += len(frame)

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/termhost/termhost/integration"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/pty"
+	"github.com/termhost/termhost/screen"
 )
 
 // Size bounds: a client may ask for any size; the host clamps it to these and says so.
@@ -48,6 +50,16 @@ type terminal struct {
 	disposed   bool
 	listTimer  *time.Timer
 	drainTimer *time.Timer
+
+	// Under a pseudoterminal: the headless screen (fed in order on its own goroutine)
+	// and the shell integration's command tracker. Both nil on pipes.
+	scr     *screen.Screen
+	feeder  *screenFeeder
+	tracker *integration.Tracker
+
+	system *actor.ActorSystem
+	// watcher is the session that opened this terminal, if one did.
+	watcher *actor.PID
 }
 
 func newTerminalProps(opts Options, journal *Journal, hostPID *actor.PID, m *CreateTerminal, defaultShell string) *actor.Props {
@@ -67,6 +79,7 @@ func shellSupervisor() actor.SupervisorStrategy {
 func (t *terminal) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		t.system = ctx.ActorSystem()
 		t.start(ctx)
 	case *CreateTerminal:
 		t.createWaiter = ctx.Sender()
@@ -126,8 +139,27 @@ func (t *terminal) Receive(ctx actor.Context) {
 		}
 	case *actor.Stopping:
 		t.stopTimers()
+		if t.feeder != nil {
+			t.feeder.close()
+		}
+	case *TerminalWrite:
+		if t.exit == nil && !t.disposed {
+			t.writeInput(ctx, m.Data)
+		}
+	case *SnapshotQuery:
+		t.scrollback.Settle(&t.state)
+		st := t.state.Clone()
+		ctx.Respond(&st)
 	case *childrenQuery:
 		ctx.Respond(ctx.Children())
+	case *ScreenQuery:
+		ctx.Respond(&ScreenInfo{
+			IsPty:          t.usePty,
+			AltBuffer:      t.scr.IsInAltBuffer(),
+			BracketedPaste: t.scr.IsBracketedPasteMode(),
+			WhenAltBuffer:  t.scr.WhenAltBuffer(),
+			Text:           t.scr.Text(),
+		})
 	}
 }
 
@@ -143,6 +175,7 @@ func (t *terminal) stopTimers() {
 func (t *terminal) start(ctx actor.Context) {
 	m := t.create
 	t.usePty = t.opts.UsePty
+	t.watcher = m.Watcher
 	t.scrollback.Limit = t.opts.ScrollbackLimit
 	cols, rows, _ := clampSize(m.Cols, m.Rows)
 	shellPath := m.Spec.Shell
@@ -188,9 +221,43 @@ func (t *terminal) start(ctx actor.Context) {
 	self := ctx.Self()
 	if t.usePty {
 		t.listTimer = time.AfterFunc(t.opts.ListTimeout, func() { ctx.ActorSystem().Root.Send(self, &listTimeout{}) })
+		t.prepareIntegration(&spec)
 	}
 	handle := &shellHandle{spec: spec, startErr: dirErr, logger: t.opts.Logger, killGrace: t.opts.KillGrace}
 	t.shell = ctx.Spawn(newShellProps(handle, self))
+	if t.usePty {
+		// The screen's answers to the program's queries (ESC[6n and the like) go back
+		// to its input through the shell actor.
+		system, shellPID := ctx.ActorSystem(), t.shell
+		t.scr = screen.New(cols, rows, func(answer []byte) {
+			system.Root.Send(shellPID, &shellWrite{data: answer})
+		})
+		t.feeder = newScreenFeeder(t.scr)
+	}
+}
+
+// prepareIntegration gives a pseudoterminal's shell its nonce and, for a shell with
+// no command, our integration script (seed: "One command, or a shell to sit in"). An
+// injection that fails leaves the shell starting as it would have.
+func (t *terminal) prepareIntegration(spec *pty.Spec) {
+	nonce := integration.NewNonce()
+	seq := 0
+	t.tracker = integration.NewTracker(nonce, time.Now, func() string {
+		seq++
+		return fmt.Sprintf("%s#%d", t.uri, seq)
+	})
+	if spec.Command != "" {
+		return
+	}
+	inj, ok, err := integration.Inject(spec.Shell, spec.ShellArgs, integration.InjectOptions{Nonce: nonce, ZshFolderAsFound: t.opts.ZshFolderAsFound, Environ: append(os.Environ(), spec.Env...)})
+	if err != nil {
+		t.opts.Logger.Warn("shell integration not injected", "terminal", t.uri, "shell", spec.Shell, "err", err)
+	}
+	if !ok {
+		return
+	}
+	spec.ShellArgs = inj.Args
+	spec.Env = append(append([]string(nil), spec.Env...), inj.Env...)
 }
 
 // resolveDir decides where the shell starts. A client's terminal opens in the home
@@ -250,7 +317,8 @@ func (t *terminal) list(ctx actor.Context) {
 
 func (t *terminal) answerCreate(ctx actor.Context) {
 	if t.createWaiter != nil {
-		ctx.Send(t.createWaiter, &CreateResult{})
+		detected := t.tracker != nil && t.tracker.Detected()
+		ctx.Send(t.createWaiter, &CreateResult{IsPty: t.usePty, Detection: detected})
 		t.createWaiter = nil
 	}
 }
@@ -267,6 +335,13 @@ func (t *terminal) publishRow(ctx actor.Context) {
 func (t *terminal) apply(a *messages.Action) {
 	t.scrollback.Apply(&t.state, a)
 	t.broadcast(&messages.Envelope{Channel: t.uri, Action: messages.EncodeAction(a)})
+	t.tellWatcher(a)
+}
+
+func (t *terminal) tellWatcher(a *messages.Action) {
+	if t.watcher != nil && t.system != nil {
+		t.system.Root.Send(t.watcher, &TerminalEvent{URI: t.uri, Action: a})
+	}
 }
 
 func (t *terminal) broadcast(env *messages.Envelope) {
@@ -279,11 +354,23 @@ func (t *terminal) broadcast(env *messages.Envelope) {
 	}
 }
 
+// output takes a chunk the shell printed: the screen is given it first, then the
+// integration's marks are taken out of it and each event goes out where its mark
+// stood, after the output before it.
 func (t *terminal) output(ctx actor.Context, data string) {
 	if data == "" || t.disposed {
 		return
 	}
-	t.apply(&messages.Action{Type: messages.TerminalData, Data: &data})
+	if t.feeder != nil {
+		t.feeder.feed([]byte(data))
+	}
+	if t.tracker == nil {
+		t.apply(&messages.Action{Type: messages.TerminalData, Data: &data})
+		return
+	}
+	for _, a := range t.tracker.Output(data) {
+		t.apply(&a)
+	}
 }
 
 func (t *terminal) maybeAnnounceExit(ctx actor.Context) {
@@ -293,6 +380,12 @@ func (t *terminal) maybeAnnounceExit(ctx actor.Context) {
 	t.announced = true
 	if t.drainTimer != nil {
 		t.drainTimer.Stop()
+	}
+	// A mark still held when the shell exits goes out as output.
+	if t.tracker != nil && !t.disposed {
+		for _, a := range t.tracker.Flush() {
+			t.apply(&a)
+		}
 	}
 	code := t.exit.Code
 	a := &messages.Action{Type: messages.TerminalExited, ExitCode: &code}
@@ -358,6 +451,7 @@ func (t *terminal) dispatch(ctx actor.Context, m *Dispatch) {
 		if t.exit == nil {
 			ctx.Send(t.shell, &shellResize{cols, rows})
 		}
+		t.scr.Resize(cols, rows)
 	case messages.TerminalClaimed:
 		if a.Claim == nil {
 			t.reject(m, "terminal/claimed needs a claim")
@@ -380,6 +474,7 @@ func (t *terminal) dispatch(ctx actor.Context, m *Dispatch) {
 	t.scrollback.Apply(&t.state, a)
 	origin := m.Origin
 	t.broadcast(&messages.Envelope{Channel: t.uri, Action: raw, Origin: &origin})
+	t.tellWatcher(a)
 	if a.Type == messages.TerminalClaimed || a.Type == messages.TerminalTitleChanged {
 		t.publishRow(ctx)
 	}
@@ -410,6 +505,9 @@ func (t *terminal) claimRefusal(clientID string, next messages.Claim) string {
 // group, and Enter's \r becomes \n as ICRNL would (seed: "What a client sees").
 func (t *terminal) writeInput(ctx actor.Context, data string) {
 	if t.usePty {
+		if t.tracker != nil {
+			t.tracker.Input(data)
+		}
 		ctx.Send(t.shell, &shellWrite{data: []byte(data)})
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/client"
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/persistence"
 	"github.com/termhost/termhost/pty"
 	"github.com/termhost/termhost/server"
 )
@@ -30,16 +32,53 @@ type testHost struct {
 	addr  string
 	owner string
 	store *auth.Store
+	// dir is the state folder; stop shuts the host down (once).
+	dir  string
+	stop func()
 }
 
 type hostOption func(*server.Config)
 
 func withPty(use bool) hostOption { return func(c *server.Config) { c.Host.UsePty = use } }
 
+// withAllowAnonymous is --allow-anonymous: a host on a non-loopback address takes
+// connections without a valid token (they still can drive nothing).
+func withAllowAnonymous() hostOption { return func(c *server.Config) { c.AllowAnonymous = true } }
+
+// withAllowOrigins is --allow-origin: extra Origin host patterns browsers may connect from.
+func withAllowOrigins(patterns ...string) hostOption {
+	return func(c *server.Config) { c.AllowOrigins = append(c.AllowOrigins, patterns...) }
+}
+
+// withOutboxBytes bounds each connection's unsent output, so a slow reader is caught
+// without megabytes of flood.
+func withOutboxBytes(n int) hostOption { return func(c *server.Config) { c.OutboxBytes = n } }
+
+// withCommandTimeout shortens the two minutes a `!` command may run.
+func withCommandTimeout(d time.Duration) hostOption {
+	return func(c *server.Config) { c.Host.CommandTimeout = d }
+}
+
+// withMaxFrameBytes sets the largest frame a client may send.
+func withMaxFrameBytes(n int64) hostOption { return func(c *server.Config) { c.MaxFrameBytes = n } }
+
 // startHost serves a host on a free loopback port for the length of the test.
 func startHost(t *testing.T, opts ...hostOption) *testHost {
 	t.Helper()
-	dir := t.TempDir()
+	return startHostOn(t, "127.0.0.1:0", opts...)
+}
+
+// startHostOn serves a host on listen (host:port; port 0 picks a free one) for the
+// length of the test.
+func startHostOn(t *testing.T, listen string, opts ...hostOption) *testHost {
+	t.Helper()
+	return startHostIn(t, t.TempDir(), listen, opts...)
+}
+
+// startHostIn serves a host whose state folder is dir, so a second host on the same
+// folder is the first one restarted.
+func startHostIn(t *testing.T, dir, listen string, opts ...hostOption) *testHost {
+	t.Helper()
 	store, err := auth.Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -49,9 +88,13 @@ func startHost(t *testing.T, opts ...hostOption) *testHost {
 		t.Fatal(err)
 	}
 	owner := readToken(t, path)
+	kept, err := persistence.Open(filepath.Join(dir, "sessions"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := server.Config{
 		// bash is pinned so prompts and job control are the same on every machine.
-		Host:   actors.Options{UsePty: false, Home: t.TempDir(), KillGrace: 500 * time.Millisecond, DefaultShell: "/bin/bash"},
+		Host:   actors.Options{UsePty: false, Home: t.TempDir(), KillGrace: 500 * time.Millisecond, DefaultShell: "/bin/bash", Store: kept},
 		Auth:   store,
 		Logger: testLogger(t),
 	}
@@ -62,22 +105,26 @@ func startHost(t *testing.T, opts ...hostOption) *testHost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("the host did not shut down within 30 s")
-		}
-	})
-	return &testHost{t: t, srv: srv, addr: ln.Addr().String(), owner: owner, store: store}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Error("the host did not shut down within 30 s")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return &testHost{t: t, srv: srv, addr: ln.Addr().String(), owner: owner, store: store, dir: dir, stop: stop}
 }
 
 func readToken(t *testing.T, path string) string {

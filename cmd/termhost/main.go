@@ -19,6 +19,7 @@ import (
 
 	"github.com/termhost/termhost/actors"
 	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/persistence"
 	"github.com/termhost/termhost/pty"
 	"github.com/termhost/termhost/server"
 )
@@ -50,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return serve(args, stdout, stderr)
 	case "token":
 		return token(args, stdout, stderr)
+	case "bench":
+		return benchCmd(args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usageText)
 		return nil
@@ -64,6 +67,7 @@ const usageText = `usage:
   termhost token add --state-dir DIR --user NAME --role owner|member|guest
   termhost token list --state-dir DIR
   termhost token revoke --state-dir DIR USER|TOKEN-ID
+  termhost bench [--url ws://HOST:PORT/ --token TOKEN] [--pty auto|always|never] [--scenario NAME,...] [--json]
 `
 
 // defaultStateDir is $XDG_STATE_HOME/termhost, else ~/.local/state/termhost.
@@ -93,6 +97,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	var origins multiFlag
 	fs.Var(&origins, "allow-origin", "an extra browser Origin host pattern to accept (repeatable)")
 	logLevel := fs.String("log-level", "info", "debug|info|warn|error")
+	zshFolder := fs.String("zsh-folder", "safe", "safe|as-found: take <tmp>/<user>-termhost-zsh even when it is a symlink or another user's")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -102,6 +107,9 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
+	if *zshFolder != "safe" && *zshFolder != "as-found" {
+		return usageError{fmt.Errorf("--zsh-folder must be safe or as-found, not %q", *zshFolder)}
+	}
 	usePty, err := choosePty(*ptyMode)
 	if err != nil {
 		return usageError{err}
@@ -116,8 +124,12 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		logger.Info("created the owner user; its token is in "+path, "token_file", path)
 	}
 
+	sessions, err := persistence.Open(filepath.Join(*stateDir, "sessions"))
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Config{
-		Host:           actors.Options{UsePty: usePty},
+		Host:           actors.Options{UsePty: usePty, ZshFolderAsFound: *zshFolder == "as-found", Store: sessions},
 		Auth:           store,
 		AllowAnonymous: *allowAnon,
 		AllowOrigins:   origins,

@@ -37,6 +37,8 @@ func TestServeContract(t *testing.T) {
 	bin := buildBinary(t)
 	state := t.TempDir()
 	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--state-dir", state)
+	// The shells get a home of their own: the machine's rc files are not under test.
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,135 @@
+package actors
+
+import (
+	"bytes"
+	"sync"
+
+	"github.com/termhost/termhost/screen"
+)
+
+// maxScreenBacklog bounds the output waiting for a terminal's screen. The emulator is
+// far slower than a pseudoterminal (a few MB/s on scrolling output), so it is fed on
+// its own goroutine, in order, and never throttles the shell or the subscribers; when
+// it falls this far behind, the oldest backlog is dropped except for the mode switches
+// the host asks the screen about.
+const maxScreenBacklog = 1 << 20
+
+// modeSwitches are the sequences whose effect outlives the text around them: the
+// alternate screen and bracketed paste, on and off.
+var modeSwitches = [][]byte{
+	[]byte("\x1b[?1049h"), []byte("\x1b[?1049l"), []byte("\x1b[?1047h"), []byte("\x1b[?1047l"),
+	[]byte("\x1b[?2004h"), []byte("\x1b[?2004l"),
+}
+
+// screenFeeder owns a Screen's input side: chunks queue here and one goroutine writes
+// them to the screen in order.
+type screenFeeder struct {
+	scr *screen.Screen
+
+	mu      sync.Mutex // guards queue, size and closed
+	queue   [][]byte
+	size    int
+	closed  bool
+	wake    chan struct{}
+	stopped chan struct{}
+}
+
+func newScreenFeeder(scr *screen.Screen) *screenFeeder {
+	f := &screenFeeder{scr: scr, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	go f.run()
+	return f
+}
+
+// feed queues a chunk; it never blocks.
+func (f *screenFeeder) feed(p []byte) {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return
+	}
+	f.queue = append(f.queue, p)
+	f.size += len(p)
+	if f.size > maxScreenBacklog {
+		f.dropBacklogLocked()
+	}
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dropBacklogLocked replaces all but the newest chunk with the mode switches they held,
+// in order, so the screen's answers about modes stay right.
+func (f *screenFeeder) dropBacklogLocked() {
+	last := f.queue[len(f.queue)-1]
+	var modes []byte
+	for _, chunk := range f.queue[:len(f.queue)-1] {
+		for len(chunk) > 0 {
+			i := bytes.Index(chunk, []byte("\x1b[?"))
+			if i < 0 {
+				break
+			}
+			chunk = chunk[i:]
+			matched := false
+			for _, m := range modeSwitches {
+				if bytes.HasPrefix(chunk, m) {
+					modes = append(modes, m...)
+					chunk = chunk[len(m):]
+					matched = true
+					break
+				}
+			}
+			if !matched {
+				chunk = chunk[3:]
+			}
+		}
+	}
+	f.queue = f.queue[:0]
+	if len(modes) > 0 {
+		f.queue = append(f.queue, modes)
+	}
+	f.queue = append(f.queue, last)
+	f.size = len(modes) + len(last)
+}
+
+func (f *screenFeeder) run() {
+	defer close(f.stopped)
+	for range f.wake {
+		for {
+			f.mu.Lock()
+			if f.closed {
+				f.mu.Unlock()
+				return
+			}
+			if len(f.queue) == 0 {
+				f.mu.Unlock()
+				break
+			}
+			chunk := f.queue[0]
+			f.queue[0] = nil
+			f.queue = f.queue[1:]
+			f.size -= len(chunk)
+			f.mu.Unlock()
+			f.scr.Write(chunk)
+		}
+	}
+}
+
+// close stops the feeder and closes the screen.
+func (f *screenFeeder) close() {
+	f.mu.Lock()
+	already := f.closed
+	f.closed = true
+	f.queue = nil
+	f.mu.Unlock()
+	if already {
+		return
+	}
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+	<-f.stopped
+	f.scr.Close()
+}

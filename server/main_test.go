@@ -1,0 +1,24 @@
+package server_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+)
+
+// TestMain gives the shells these tests start a home folder of their own: the
+// machine's own rc files (a slow pyenv init in root's .bashrc, say) are not what the
+// tests are about, and a person's prompt must not decide whether they pass.
+func TestMain(m *testing.M) {
+	home, err := os.MkdirTemp("", "termhost-test-home-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("HOME", home)
+	os.Unsetenv("ZDOTDIR")
+	os.Unsetenv("XDG_CONFIG_HOME")
+	code := m.Run()
+	os.RemoveAll(home)
+	os.Exit(code)
+}
