@@ -1,0 +1,349 @@
+// Package bench is `termhost bench`: scenarios that drive a host over AHP the way its
+// clients do and measure it against the same work done raw, in the same run, on the
+// same machine. Machines here are noisy and small, so a figure alone says little; the
+// ratio to the raw limit beside it is what to watch.
+//
+// Each scenario prints its figures, the raw figure, their ratio and the target it is
+// held to (PASS or MISS). A miss is information, never an error: Run fails only when
+// a scenario cannot be carried out at all, and even then the other scenarios run.
+//
+// The host is either one already running (a URL and a token) or one started in this
+// process (StartLocalHost). In process, the host's memory, descriptors and goroutines
+// can be read from this process, and the bench's clients share the host's CPUs, which
+// is said beside the figures it affects.
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Sizes are how much work each scenario does. The zero value of a field means its
+// default (DefaultSizes), chosen so the whole default run takes under about three
+// minutes on a 2-core machine.
+type Sizes struct {
+	// ThroughputBytes is N in `head -c N /dev/zero | base64 -w 100`: the output is
+	// about 4/3 of it. Default 50 MB.
+	ThroughputBytes int64
+	// EchoKeys is how many keystrokes the echo scenario times. Default 500.
+	EchoKeys int
+	// FanoutBytes is N for each fan-out run. Default ThroughputBytes.
+	FanoutBytes int64
+	// FanoutSubscribers are the subscriber counts, each a run of its own.
+	// Default 1, 10, 50.
+	FanoutSubscribers []int
+	// ChurnCycles is how many create/run/exit/dispose cycles each churn run does.
+	// Default 2,000.
+	ChurnCycles int
+	// ChurnClients are the numbers of concurrent clients, each a run of its own.
+	// Default 1, 8.
+	ChurnClients []int
+	// IdleTerminals is how many idle shells the idle scenario opens. Default 1,000.
+	IdleTerminals int
+	// SlowBytes is N for the slow-reader flood. Default 100 MB.
+	SlowBytes int64
+}
+
+// DefaultSizes are the sizes of a default run.
+func DefaultSizes() Sizes {
+	return Sizes{
+		ThroughputBytes:   50_000_000,
+		EchoKeys:          500,
+		FanoutSubscribers: []int{1, 10, 50},
+		ChurnCycles:       2000,
+		ChurnClients:      []int{1, 8},
+		IdleTerminals:     1000,
+		SlowBytes:         100_000_000,
+	}
+}
+
+func (s Sizes) withDefaults() Sizes {
+	d := DefaultSizes()
+	if s.ThroughputBytes <= 0 {
+		s.ThroughputBytes = d.ThroughputBytes
+	}
+	if s.EchoKeys <= 0 {
+		s.EchoKeys = d.EchoKeys
+	}
+	if s.FanoutBytes <= 0 {
+		s.FanoutBytes = s.ThroughputBytes
+	}
+	if len(s.FanoutSubscribers) == 0 {
+		s.FanoutSubscribers = d.FanoutSubscribers
+	}
+	if s.ChurnCycles <= 0 {
+		s.ChurnCycles = d.ChurnCycles
+	}
+	if len(s.ChurnClients) == 0 {
+		s.ChurnClients = d.ChurnClients
+	}
+	if s.IdleTerminals <= 0 {
+		s.IdleTerminals = d.IdleTerminals
+	}
+	if s.SlowBytes <= 0 {
+		s.SlowBytes = d.SlowBytes
+	}
+	return s
+}
+
+// Config is one bench run.
+type Config struct {
+	// URL is the host's WebSocket address, ws://HOST:PORT/; required.
+	URL string
+	// Token signs the bench in (as ?tkn=); it needs the owner's grants.
+	Token string
+	// InProcess says the host runs in this process (StartLocalHost): its memory,
+	// descriptors, children and goroutines are then this process's.
+	InProcess bool
+	// HostPID is the host's process id for a host in another process, when known:
+	// its memory, descriptors and children are read from /proc. 0 leaves them out.
+	HostPID int
+	// Shell is the shell the raw baselines run `-c` with; it should be the host's own
+	// so host and raw do the same work. Default: the host's default title says which;
+	// else $SHELL, else /bin/sh.
+	Shell string
+	// Scenarios to run, by name (Names); empty means all, in the order of Names.
+	Scenarios []string
+	Sizes     Sizes
+	// Progress receives a line now and then during long scenarios; nil is quiet.
+	Progress io.Writer
+	// WaitTimeout bounds each single wait on the host (an answer, an exit, a
+	// stream's end). Default 120 s.
+	WaitTimeout time.Duration
+}
+
+// scenario is one named measurement.
+type scenario struct {
+	name    string
+	summary func(s Sizes) string
+	run     func(ctx context.Context, e *env, r *Result) error
+}
+
+var scenarios = []scenario{
+	{"throughput", throughputSummary, runThroughput},
+	{"echo", echoSummary, runEcho},
+	{"fanout", fanoutSummary, runFanout},
+	{"churn", churnSummary, runChurn},
+	{"idle", idleSummary, runIdle},
+	{"slow", slowSummary, runSlow},
+}
+
+// Names lists the scenarios in the order a full run runs them.
+func Names() []string {
+	out := make([]string, len(scenarios))
+	for i, s := range scenarios {
+		out[i] = s.name
+	}
+	return out
+}
+
+// env is what every scenario works with.
+type env struct {
+	cfg    Config
+	sizes  Sizes
+	target target
+	run    string // a random tag in every URI this run creates
+	pty    bool   // the host's terminals run under a pseudoterminal
+	shell  string // the shell the raw baselines run
+	pid    int    // the host's pid, 0 when unknown
+	prog   *progress
+}
+
+// Run runs the chosen scenarios against the host cfg names and reports every one of
+// them, including those that failed (their Error says why). The error is non-nil only
+// when the host cannot be reached or a scenario name is unknown.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.URL == "" {
+		return nil, errors.New("bench: a host URL is required")
+	}
+	if cfg.WaitTimeout <= 0 {
+		cfg.WaitTimeout = 120 * time.Second
+	}
+	chosen, err := choose(cfg.Scenarios)
+	if err != nil {
+		return nil, err
+	}
+	e := &env{cfg: cfg, sizes: cfg.Sizes.withDefaults(), target: target{url: cfg.URL, token: cfg.Token}, prog: &progress{w: cfg.Progress}}
+	var tag [4]byte
+	_, _ = rand.Read(tag[:])
+	e.run = hex.EncodeToString(tag[:])
+	switch {
+	case cfg.InProcess:
+		e.pid = os.Getpid()
+	case cfg.HostPID > 0:
+		e.pid = cfg.HostPID
+	}
+	rep := &Report{Started: time.Now(), Machine: machineInfo()}
+	hostShell, err := e.probe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.shell = cfg.Shell
+	if e.shell == "" {
+		e.shell = pickShell(hostShell)
+	}
+	rep.Host = HostInfo{URL: cfg.URL, InProcess: cfg.InProcess, PID: e.pid, Pty: e.pty, Shell: e.shell, HostShell: hostShell}
+	for _, s := range chosen {
+		r := &Result{Name: s.name, Summary: s.summary(e.sizes), Params: map[string]any{}}
+		start := time.Now()
+		e.prog.say("%s: %s", s.name, r.Summary)
+		if err := s.run(ctx, e, r); err != nil {
+			r.Error = err.Error()
+			e.prog.say("%s: failed: %v", s.name, err)
+		}
+		r.Seconds = time.Since(start).Seconds()
+		rep.Scenarios = append(rep.Scenarios, r)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	rep.Seconds = time.Since(rep.Started).Seconds()
+	return rep, nil
+}
+
+func choose(names []string) ([]scenario, error) {
+	if len(names) == 0 {
+		return scenarios, nil
+	}
+	var out []scenario
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		i := slices.IndexFunc(scenarios, func(s scenario) bool { return s.name == n })
+		if i < 0 {
+			return nil, fmt.Errorf("bench: no scenario %q (there are %s)", n, strings.Join(Names(), ", "))
+		}
+		if !slices.ContainsFunc(out, func(s scenario) bool { return s.name == n }) {
+			out = append(out, scenarios[i])
+		}
+	}
+	return out, nil
+}
+
+// probe opens one terminal to learn how the host runs them: under a pseudoterminal
+// or not (the snapshot's isPty), and with which shell (a default title is the
+// shell's base name).
+func (e *env) probe(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.WaitTimeout)
+	defer cancel()
+	k, err := dialCtl(ctx, e.target, "bench-probe-"+e.run)
+	if err != nil {
+		return "", err
+	}
+	defer k.Close()
+	uri := e.uri("probe", 0)
+	w := k.watch(uri)
+	if err := k.create(ctx, uri, "echo probe"); err != nil {
+		return "", fmt.Errorf("bench: the host would not open a terminal: %w", err)
+	}
+	st, err := k.subscribe(ctx, uri)
+	if err != nil {
+		return "", err
+	}
+	e.pty = st.IsPty != nil && *st.IsPty
+	if err := k.waitExited(ctx, w, st); err != nil {
+		return "", err
+	}
+	return st.Title, k.dispose(ctx, uri)
+}
+
+// pickShell is the local shell named like the host's, else the default a host
+// would pick: $SHELL, else /bin/sh.
+func pickShell(hostShell string) string {
+	for _, dir := range []string{"/bin", "/usr/bin", "/usr/local/bin"} {
+		if hostShell == "" {
+			break
+		}
+		p := filepath.Join(dir, hostShell)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	if s := os.Getenv("SHELL"); s != "" {
+		return s
+	}
+	return "/bin/sh"
+}
+
+// uri names a terminal of this run.
+func (e *env) uri(what string, i int) string {
+	return fmt.Sprintf("ahp-terminal:/bench-%s-%s-%d", e.run, what, i)
+}
+
+// waitCtx bounds one wait.
+func (e *env) waitCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, e.cfg.WaitTimeout)
+}
+
+// hostRSS is the host's resident set, when it can be read.
+func (e *env) hostRSS() (int64, bool) {
+	if e.pid == 0 {
+		return 0, false
+	}
+	return rssBytes(e.pid)
+}
+
+func machineInfo() MachineInfo {
+	m := MachineInfo{CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+// progress writes occasional lines about long work to stderr.
+type progress struct {
+	w  io.Writer
+	mu sync.Mutex // serializes lines
+}
+
+func (p *progress) say(format string, args ...any) {
+	if p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, "bench: "+format+"\n", args...)
+}
+
+// every says what status returns every two seconds until the returned stop is called.
+func (p *progress) every(status func() string) (stop func()) {
+	if p.w == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				p.say("%s", status())
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// dialCtl opens a control connection for a scenario.
+func (e *env) dialCtl(ctx context.Context, label string) (*ctl, error) {
+	wctx, cancel := e.waitCtx(ctx)
+	defer cancel()
+	return dialCtl(wctx, e.target, fmt.Sprintf("bench-%s-%s", label, e.run))
+}
+
+func (e *env) machineCPUs() int { return runtime.NumCPU() }

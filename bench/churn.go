@@ -1,0 +1,197 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+func churnSummary(s Sizes) string {
+	return fmt.Sprintf("%d cycles of createTerminal → run `true` → terminal/exited → disposeTerminal per run, with %v concurrent clients, against spawning `SHELL -c true` on a local pty", s.ChurnCycles, s.ChurnClients)
+}
+
+func runChurn(ctx context.Context, e *env, r *Result) error {
+	cycles := e.sizes.ChurnCycles
+	r.Params["cycles"] = cycles
+	r.Params["clients"] = e.sizes.ChurnClients
+	r.Params["rawCommand"] = e.shell + " -c true"
+
+	// The raw spawn rate, with as many goroutines as the host runs clients.
+	rawRates := map[int]float64{}
+	for _, clients := range e.sizes.ChurnClients {
+		rate, err := e.rawChurn(cycles, clients)
+		if err != nil {
+			return err
+		}
+		rawRates[clients] = rate
+	}
+
+	// The connections are opened before the "before" counts and closed after the
+	// "after" ones, so what they hold is in both.
+	most := 0
+	for _, c := range e.sizes.ChurnClients {
+		most = max(most, c)
+	}
+	ctls := make([]*ctl, most)
+	defer func() {
+		for _, k := range ctls {
+			if k != nil {
+				k.Close()
+			}
+		}
+	}()
+	for i := range ctls {
+		k, err := e.dialCtl(ctx, fmt.Sprintf("churn-%d", i))
+		if err != nil {
+			return err
+		}
+		ctls[i] = k
+	}
+	// One cycle first, so what the host creates once (a first actor, a first pty)
+	// is not counted as growth.
+	if err := e.churnCycle(ctx, ctls[0], e.uri("churn-warm", 0)); err != nil {
+		return err
+	}
+	fdsBefore, fdsKnown := fdCount(e.pid)
+	goroutinesBefore := runtime.NumGoroutine()
+
+	for run, clients := range e.sizes.ChurnClients {
+		rate, err := e.hostChurn(ctx, ctls[:clients], cycles, run)
+		if err != nil {
+			return fmt.Errorf("%d clients: %w", clients, err)
+		}
+		f := r.add(Figure{Name: fmt.Sprintf("cycles per second, %d client(s)", clients), Value: rate, Unit: UnitPerSecond}).withRaw(rawRates[clients])
+		if clients == 8 {
+			f.target("≥ 0.50 × raw", f.Ratio != nil && *f.Ratio >= 0.5)
+		}
+	}
+
+	if e.pid == 0 {
+		r.note("the host's children, descriptors and goroutines are unknown (a remote host: pass --host-pid)")
+		return nil
+	}
+	// Right after the last dispose is answered, some children may not be reaped yet:
+	// that is a count, not a leak. What is left after a settling moment is.
+	kids, _ := children(e.pid)
+	r.add(Figure{Name: "zombies right after the last cycle", Value: float64(zombies(kids)), Unit: UnitCount})
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		kids, _ = children(e.pid)
+		fds, _ := fdCount(e.pid)
+		if len(kids) == 0 && (!fdsKnown || fds <= fdsBefore) && (!e.cfg.InProcess || runtime.NumGoroutine() <= goroutinesBefore) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // no event says another process was reaped
+	}
+	kids, _ = children(e.pid)
+	r.add(Figure{Name: "zombies after settling (≤ 10 s)", Value: float64(zombies(kids)), Unit: UnitCount}).target("0", zombies(kids) == 0)
+	r.add(Figure{Name: "children left after settling", Value: float64(len(kids)), Unit: UnitCount})
+	if fdsKnown {
+		fds, _ := fdCount(e.pid)
+		r.add(Figure{Name: "descriptor delta", Value: float64(fds - fdsBefore), Unit: UnitCount}).target("0", fds <= fdsBefore)
+	}
+	if e.cfg.InProcess {
+		g := runtime.NumGoroutine() - goroutinesBefore
+		r.add(Figure{Name: "goroutine delta", Value: float64(g), Unit: UnitCount}).target("0", g <= 0)
+	}
+	return nil
+}
+
+// hostChurn runs cycles through the host, spread over the clients, and returns cycles
+// per second.
+func (e *env) hostChurn(ctx context.Context, ctls []*ctl, cycles, run int) (float64, error) {
+	var next, done atomic.Int64
+	stop := e.prog.every(func() string {
+		return fmt.Sprintf("churn: %d clients, %d of %d cycles", len(ctls), done.Load(), cycles)
+	})
+	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var firstErr error
+	var once sync.Once
+	start := time.Now()
+	for _, k := range ctls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= cycles || ctx.Err() != nil {
+					return
+				}
+				if err := e.churnCycle(ctx, k, e.uri(fmt.Sprintf("churn%d", run), i)); err != nil {
+					once.Do(func() { firstErr = err; cancel() })
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	secs := time.Since(start).Seconds()
+	if firstErr != nil {
+		return 0, firstErr
+	}
+	return float64(cycles) / secs, nil
+}
+
+// churnCycle is one create → run `true` → exited → dispose.
+func (e *env) churnCycle(ctx context.Context, k *ctl, uri string) error {
+	ctx, cancel := e.waitCtx(ctx)
+	defer cancel()
+	w := k.watch(uri)
+	defer k.unwatch(uri)
+	if err := k.create(ctx, uri, "true"); err != nil {
+		return err
+	}
+	st, err := k.subscribe(ctx, uri)
+	if err != nil {
+		return err
+	}
+	if err := k.waitExited(ctx, w, st); err != nil {
+		return fmt.Errorf("%s: %w", uri, err)
+	}
+	return k.dispose(ctx, uri)
+}
+
+// rawChurn spawns `shell -c true` on a pty (or pipes) from workers goroutines, reading
+// each to its end and reaping it, and returns spawns per second.
+func (e *env) rawChurn(cycles, workers int) (float64, error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	start := time.Now()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 4096)
+			for next.Add(1) <= int64(cycles) {
+				p, err := startRaw(e.pty, e.shell, "true")
+				if err != nil {
+					errs <- err
+					return
+				}
+				_, err = p.drain(buf)
+				if cerr := p.close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	secs := time.Since(start).Seconds()
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, err
+	}
+	return float64(cycles) / secs, nil
+}

@@ -1,0 +1,151 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/termhost/termhost/actors"
+	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/server"
+)
+
+// LocalHostOptions are how an in-process host is started. The zero value works.
+type LocalHostOptions struct {
+	// UsePty runs terminals under a pseudoterminal; false means pipes.
+	UsePty bool
+	// Shell is the host's default shell; "" means the host's own default ($SHELL,
+	// else /bin/sh), as `termhost serve` would pick.
+	Shell string
+	// Logger receives the host's logs; nil discards them.
+	Logger *slog.Logger
+	// EmptyHome sets this process's HOME to an empty folder in the host's state
+	// folder until Close, so shells read no rc files of the person running the bench
+	// (an rc file can take any time, and its time is not the host's). It is
+	// process-wide on purpose: the raw baselines then run with the same HOME.
+	EmptyHome bool
+}
+
+// LocalHost is a host serving in this process on a free loopback port, with a state
+// folder of its own that Close removes.
+type LocalHost struct {
+	URL   string
+	Token string
+
+	stateDir string
+	cancel   context.CancelFunc
+	done     chan error
+	// restoreHome puts HOME back; nil when EmptyHome was not asked for.
+	restoreHome func()
+}
+
+// StartLocalHost starts a host on 127.0.0.1:0 with a fresh state folder and its owner
+// token, the way `termhost serve` would on a new machine.
+func StartLocalHost(opts LocalHostOptions) (*LocalHost, error) {
+	dir, err := os.MkdirTemp("", "termhost-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: state folder: %w", err)
+	}
+	h, err := startLocalHost(dir, opts)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return h, nil
+}
+
+func startLocalHost(dir string, opts LocalHostOptions) (*LocalHost, error) {
+	var restoreHome func()
+	if opts.EmptyHome {
+		home := filepath.Join(dir, "home")
+		if err := os.Mkdir(home, 0o700); err != nil {
+			return nil, fmt.Errorf("bench: empty home: %w", err)
+		}
+		old, had := os.LookupEnv("HOME")
+		if err := os.Setenv("HOME", home); err != nil {
+			return nil, err
+		}
+		restoreHome = func() {
+			if had {
+				_ = os.Setenv("HOME", old)
+			} else {
+				_ = os.Unsetenv("HOME")
+			}
+		}
+	}
+	h, err := serveLocalHost(dir, opts)
+	if err != nil {
+		if restoreHome != nil {
+			restoreHome()
+		}
+		return nil, err
+	}
+	h.restoreHome = restoreHome
+	return h, nil
+}
+
+func serveLocalHost(dir string, opts LocalHostOptions) (*LocalHost, error) {
+	store, err := auth.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	path, _, err := store.EnsureOwner()
+	if err != nil {
+		return nil, err
+	}
+	tok, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: reading the owner token: %w", err)
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	srv, err := server.New(server.Config{
+		Host:   actors.Options{UsePty: opts.UsePty, DefaultShell: opts.Shell},
+		Auth:   store,
+		Logger: logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("bench: listen: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	return &LocalHost{
+		URL:      "ws://" + ln.Addr().String() + "/",
+		Token:    strings.TrimSpace(string(tok)),
+		stateDir: dir,
+		cancel:   cancel,
+		done:     done,
+	}, nil
+}
+
+// Close shuts the host down (every terminal is ended and reaped) and removes its
+// state folder.
+func (h *LocalHost) Close() error {
+	h.cancel()
+	var err error
+	select {
+	case err = <-h.done:
+	case <-time.After(30 * time.Second):
+		err = errors.New("bench: the in-process host did not shut down within 30 s")
+	}
+	if h.restoreHome != nil {
+		h.restoreHome()
+	}
+	if rmErr := os.RemoveAll(h.stateDir); err == nil {
+		err = rmErr
+	}
+	return err
+}

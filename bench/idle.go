@@ -1,0 +1,338 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/termhost/termhost/client"
+	"github.com/termhost/termhost/messages"
+)
+
+// idleWorkers is how many terminals are opened, subscribed or disposed at once.
+const idleWorkers = 8
+
+func idleSummary(s Sizes) string {
+	return fmt.Sprintf("%d idle shells at their prompt: host memory per terminal, the time to list them and to subscribe to all of them", s.IdleTerminals)
+}
+
+func runIdle(ctx context.Context, e *env, r *Result) error {
+	n := e.sizes.IdleTerminals
+	r.Params["terminals"] = n
+
+	// The raw floor: the same shells held on local ptys by this process, each with a
+	// goroutine reading it into a 32 KiB buffer (as the host's reader does) and one
+	// waiting for it. It runs first, and its memory is given back before the host's
+	// turn.
+	rawPer, rawErr := e.rawIdle(n)
+	if rawErr != nil {
+		r.note("raw idle shells failed: %v", rawErr)
+	}
+
+	ctls := make([]*ctl, idleWorkers)
+	defer func() {
+		for _, k := range ctls {
+			if k != nil {
+				k.Close()
+			}
+		}
+	}()
+	for i := range ctls {
+		k, err := e.dialCtl(ctx, fmt.Sprintf("idle-%d", i))
+		if err != nil {
+			return err
+		}
+		ctls[i] = k
+	}
+	uris := make([]string, n)
+	for i := range uris {
+		uris[i] = e.uri("idle", i)
+	}
+	opened := make([]bool, n)
+	// disposeOpened disposes every terminal opened and not yet disposed.
+	disposeOpened := func(ctx context.Context) (int, error) {
+		var left []int
+		for i, ok := range opened {
+			if ok {
+				left = append(left, i)
+			}
+		}
+		err := e.parallel(ctx, ctls, len(left), "idle: disposing", func(ctx context.Context, k *ctl, j int) error {
+			if err := k.dispose(ctx, uris[left[j]]); err != nil {
+				return err
+			}
+			opened[left[j]] = false
+			return nil
+		})
+		return len(left), err
+	}
+	defer func() { _, _ = disposeOpened(context.WithoutCancel(ctx)) }()
+
+	e.settleMemory()
+	before, rssKnown := e.hostRSS()
+	var heapBefore runtime.MemStats
+	goroutinesBefore := runtime.NumGoroutine()
+	if e.cfg.InProcess {
+		runtime.ReadMemStats(&heapBefore)
+	}
+	start := time.Now()
+	err := e.parallel(ctx, ctls, n, "idle: opening", func(ctx context.Context, k *ctl, i int) error {
+		// createTerminal answers once the shell has printed its prompt.
+		if err := k.create(ctx, uris[i], ""); err != nil {
+			return err
+		}
+		opened[i] = true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	r.add(Figure{Name: fmt.Sprintf("open %d (%d at a time)", n, idleWorkers), Value: time.Since(start).Seconds(), Unit: UnitSeconds})
+	afterOpenUnsettled, _ := e.hostRSS()
+	e.settleMemory()
+	afterOpen, _ := e.hostRSS()
+	if rssKnown {
+		per := float64(afterOpen-before) / float64(n)
+		f := r.add(Figure{Name: "host memory per terminal (RSS delta / N)", Value: per, Unit: UnitBytes})
+		if rawErr == nil && rawPer > 0 {
+			f.withRaw(rawPer)
+		}
+		f.target("≤ 256 KiB", per <= 256<<10)
+		if e.cfg.InProcess {
+			r.add(Figure{Name: "same, before a GC gives garbage back", Value: float64(afterOpenUnsettled-before) / float64(n), Unit: UnitBytes})
+			var heap runtime.MemStats
+			runtime.ReadMemStats(&heap)
+			r.add(Figure{Name: "Go heap in use per terminal", Value: (float64(heap.HeapInuse) - float64(heapBefore.HeapInuse)) / float64(n), Unit: UnitBytes})
+			r.add(Figure{Name: "goroutine stacks per terminal", Value: (float64(heap.StackInuse) - float64(heapBefore.StackInuse)) / float64(n), Unit: UnitBytes})
+			r.add(Figure{Name: "goroutines per terminal", Value: float64(runtime.NumGoroutine()-goroutinesBefore) / float64(n), Unit: UnitCount})
+			r.note("in-process host: RSS is this process's VmRSS after a GC that gives freed memory back; the shells are processes of their own and not in it")
+		} else {
+			r.note("RSS is the host process's VmRSS; the shells are processes of their own and not in it")
+		}
+	} else {
+		r.note("the host's memory is unknown (a remote host: pass --host-pid)")
+	}
+
+	// List: one new connection's initialize with the root snapshot.
+	lctx, cancel := e.waitCtx(ctx)
+	defer cancel()
+	u, err := e.target.dialURL()
+	if err != nil {
+		return err
+	}
+	lister, err := client.Dial(lctx, u, nil)
+	if err != nil {
+		return err
+	}
+	defer lister.Close()
+	go func() {
+		// Nobody reads this connection's actions; keep its queue moving.
+		for range lister.Notifications {
+		}
+	}()
+	start = time.Now()
+	res, err := lister.Initialize(lctx, "bench-idle-list-"+e.run, messages.RootURI)
+	listTime := time.Since(start)
+	if err != nil {
+		return fmt.Errorf("initialize with the root: %w", err)
+	}
+	listed, ours := countTerminals(res.Snapshots, "ahp-terminal:/bench-"+e.run+"-idle-")
+	r.add(Figure{Name: fmt.Sprintf("list: initialize with the root (%d terminals)", listed), Value: listTime.Seconds(), Unit: UnitSeconds})
+	r.add(Figure{Name: "initialize answer size", Value: float64(len(res.Raw)), Unit: UnitBytes})
+	if ours != n {
+		r.note("the root list showed %d of this run's %d terminals", ours, n)
+	}
+
+	// Subscribe to every one of them on that one connection, several requests at a
+	// time, as a client restoring its tabs would.
+	const inFlight = 32
+	start = time.Now()
+	err = e.parallel(ctx, make([]*ctl, inFlight), n, "idle: subscribing", func(ctx context.Context, _ *ctl, i int) error {
+		_, err := lister.Subscribe(ctx, uris[i])
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	r.add(Figure{Name: fmt.Sprintf("subscribe to all %d (%d at a time, one connection)", n, inFlight), Value: time.Since(start).Seconds(), Unit: UnitSeconds})
+	if rssKnown {
+		e.settleMemory()
+		afterSub, _ := e.hostRSS()
+		r.add(Figure{Name: "host memory per subscription", Value: float64(afterSub-afterOpen) / float64(n), Unit: UnitBytes})
+	}
+
+	start = time.Now()
+	if _, err := disposeOpened(ctx); err != nil {
+		return err
+	}
+	r.add(Figure{Name: fmt.Sprintf("dispose all %d", n), Value: time.Since(start).Seconds(), Unit: UnitSeconds})
+	if !rssKnown {
+		return nil
+	}
+	// What is left once every shell has been reaped is what the host failed to
+	// give back. Disposal is answered before the reaping, so wait for the children.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if kids, ok := children(e.pid); !ok || len(kids) == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // no event says another process was reaped
+	}
+	e.settleMemory()
+	afterDispose, _ := e.hostRSS()
+	r.add(Figure{Name: "host memory per terminal left after disposing all", Value: float64(afterDispose-before) / float64(n), Unit: UnitBytes})
+	if e.cfg.InProcess {
+		var heap runtime.MemStats
+		runtime.ReadMemStats(&heap)
+		r.add(Figure{Name: "Go heap in use per terminal left after disposing all", Value: (float64(heap.HeapInuse) - float64(heapBefore.HeapInuse)) / float64(n), Unit: UnitBytes})
+		r.add(Figure{Name: "goroutines per terminal left after disposing all", Value: float64(runtime.NumGoroutine()-goroutinesBefore) / float64(n), Unit: UnitCount})
+	}
+	return nil
+}
+
+// countTerminals counts the rows of the root snapshot, and those whose URI has prefix.
+func countTerminals(snaps []client.RawSnapshot, prefix string) (all, ours int) {
+	for _, s := range snaps {
+		if s.Resource != messages.RootURI {
+			continue
+		}
+		var root struct {
+			Terminals []struct {
+				Resource string `json:"resource"`
+			} `json:"terminals"`
+		}
+		if json.Unmarshal(s.State, &root) != nil {
+			continue
+		}
+		for _, t := range root.Terminals {
+			all++
+			if strings.HasPrefix(t.Resource, prefix) {
+				ours++
+			}
+		}
+	}
+	return all, ours
+}
+
+// parallel runs do for 0..n-1 spread over the control connections, one at a time on
+// each, and stops at the first error.
+func (e *env) parallel(ctx context.Context, ctls []*ctl, n int, label string, do func(ctx context.Context, k *ctl, i int) error) error {
+	var next, done atomic.Int64
+	stop := e.prog.every(func() string { return fmt.Sprintf("%s: %d of %d", label, done.Load(), n) })
+	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var firstErr error
+	var once sync.Once
+	for _, k := range ctls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				wctx, wcancel := e.waitCtx(ctx)
+				err := do(wctx, k, i)
+				wcancel()
+				if err != nil {
+					once.Do(func() { firstErr = err; cancel() })
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// rawIdle holds n shells on local ptys (or pipes) the way a minimal host must: each
+// with a goroutine reading it into a 32 KiB buffer, as the host's reader does, and
+// reaped at the end. It returns this process's RSS growth per shell.
+func (e *env) rawIdle(n int) (float64, error) {
+	e.settleMemory()
+	before, ok := rssBytes(os.Getpid())
+	procs := make([]*rawProc, n)
+	var readers sync.WaitGroup
+	defer func() {
+		for _, p := range procs {
+			if p != nil {
+				p.kill()
+			}
+		}
+		readers.Wait()
+		for _, p := range procs {
+			if p != nil {
+				_ = p.close()
+			}
+		}
+	}()
+	var next, started atomic.Int64
+	stop := e.prog.every(func() string { return fmt.Sprintf("idle: raw shells: %d of %d", started.Load(), n) })
+	defer stop()
+	var wg sync.WaitGroup
+	errs := make(chan error, idleWorkers)
+	for range idleWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				p, err := startRaw(e.pty, e.shell, "")
+				if err != nil {
+					errs <- err
+					return
+				}
+				procs[i] = p
+				first := make(chan struct{})
+				readers.Add(1)
+				go func() {
+					defer readers.Done()
+					buf := make([]byte, 32<<10)
+					for said := false; ; said = true {
+						_, err := p.read(buf)
+						if !said {
+							close(first)
+						}
+						if err != nil {
+							return
+						}
+					}
+				}()
+				if e.pty {
+					// Counted like the host's: once the shell is at its prompt.
+					select {
+					case <-first:
+					case <-time.After(e.cfg.WaitTimeout):
+						errs <- fmt.Errorf("raw: a shell printed no prompt within %v", e.cfg.WaitTimeout)
+						return
+					}
+				}
+				started.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, nil
+	}
+	e.settleMemory()
+	after, _ := rssBytes(os.Getpid())
+	return float64(after-before) / float64(n), nil
+}

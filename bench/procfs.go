@@ -1,0 +1,97 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Figures read from /proc about the host process. Every function here returns ok=false
+// where /proc does not say (another OS, or a pid that is gone), and the scenario then
+// leaves the figure out rather than printing a guess.
+
+// rssBytes is a process's resident set (VmRSS) in bytes.
+func rssBytes(pid int) (int64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, false
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "VmRSS:") {
+			continue
+		}
+		f := strings.Fields(strings.TrimPrefix(line, "VmRSS:"))
+		if len(f) < 1 {
+			return 0, false
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		return kb * 1024, true
+	}
+	return 0, false
+}
+
+// fdCount is how many descriptors a process holds open.
+func fdCount(pid int) (int, bool) {
+	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return 0, false
+	}
+	return len(entries), true
+}
+
+// child is one child process of the host, as /proc/<pid>/stat describes it.
+type child struct {
+	pid   int
+	state string // "R", "S", "Z", …
+}
+
+// children lists a process's children, zombies included.
+func children(parent int) ([]child, bool) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, false
+	}
+	want := strconv.Itoa(parent)
+	var out []child
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The command name is in parentheses and may hold spaces: the fields that
+		// follow start after the last ')'.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || i+2 > len(s) {
+			continue
+		}
+		f := strings.Fields(s[i+2:])
+		if len(f) > 1 && f[1] == want {
+			out = append(out, child{pid: pid, state: f[0]})
+		}
+	}
+	return out, true
+}
+
+// zombies counts the children in state Z: exited, and not yet reaped by the host.
+func zombies(kids []child) int {
+	n := 0
+	for _, k := range kids {
+		if k.state == "Z" {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,238 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+func throughputSummary(s Sizes) string {
+	return fmt.Sprintf("head -c %s /dev/zero | base64 -w 100 through one terminal to 1 subscriber, against reading it straight from a local pty", mb(s.ThroughputBytes))
+}
+
+func runThroughput(ctx context.Context, e *env, r *Result) error {
+	n := e.sizes.ThroughputBytes
+	r.Params["bytes"] = n
+	r.Params["command"] = floodScript(n)
+	k, err := e.dialCtl(ctx, "throughput")
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	var raw rawFloods
+	if err := raw.measure(e, n); err != nil {
+		return err
+	}
+	run, err := e.flood(ctx, k, "throughput", 0, n, 1, nil)
+	if err != nil {
+		return err
+	}
+	if err := raw.measure(e, n); err != nil {
+		return err
+	}
+	s := run.subs[0]
+	f := r.add(Figure{Name: "throughput, 1 subscriber", Value: s.rate(), Unit: UnitBytesPerSecond}).withRaw(raw.rate())
+	f.target("≥ 0.90 × raw", f.Ratio != nil && *f.Ratio >= 0.9)
+	r.add(Figure{Name: "output received", Value: float64(s.end.Bytes), Unit: UnitBytes}).withRaw(float64(raw.bytes))
+	if !s.complete(run.expected) {
+		r.note("the subscriber did not see the whole flood: %s", describeEnd(s.end))
+	}
+	e.noteShared(r)
+	return nil
+}
+
+func fanoutSummary(s Sizes) string {
+	counts := make([]string, len(s.FanoutSubscribers))
+	for i, c := range s.FanoutSubscribers {
+		counts[i] = fmt.Sprint(c)
+	}
+	return fmt.Sprintf("the %s flood to %s subscribers (separate connections) on one terminal", mb(s.FanoutBytes), strings.Join(counts, ", "))
+}
+
+func runFanout(ctx context.Context, e *env, r *Result) error {
+	n := e.sizes.FanoutBytes
+	r.Params["bytes"] = n
+	r.Params["subscribers"] = e.sizes.FanoutSubscribers
+	k, err := e.dialCtl(ctx, "fanout")
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	var raw rawFloods
+	if err := raw.measure(e, n); err != nil {
+		return err
+	}
+	perSub := map[int]float64{}
+	for i, count := range e.sizes.FanoutSubscribers {
+		run, err := e.flood(ctx, k, "fanout", i, n, count, nil)
+		if err != nil {
+			return fmt.Errorf("%d subscribers: %w", count, err)
+		}
+		done := run.completed()
+		var sum, worst float64
+		var total int64
+		var longest float64
+		for j, s := range done {
+			sum += s.rate()
+			if j == 0 || s.rate() < worst {
+				worst = s.rate()
+			}
+		}
+		for _, s := range run.subs {
+			total += s.end.Bytes
+			longest = max(longest, s.secs)
+		}
+		mean := 0.0
+		if len(done) > 0 {
+			mean = sum / float64(len(done))
+		}
+		perSub[count] = mean
+		r.add(Figure{Name: fmt.Sprintf("per subscriber, %d subscriber(s)", count), Value: mean, Unit: UnitBytesPerSecond}).withRaw(raw.rate())
+		if count > 1 {
+			r.add(Figure{Name: fmt.Sprintf("slowest subscriber, %d subscribers", count), Value: worst, Unit: UnitBytesPerSecond})
+			r.add(Figure{Name: fmt.Sprintf("all subscribers together, %d", count), Value: float64(total) / longest, Unit: UnitBytesPerSecond})
+		}
+		if len(done) < count {
+			var why []string
+			for reason, c := range run.closedBy() {
+				why = append(why, fmt.Sprintf("%d %s", c, reason))
+			}
+			sort.Strings(why)
+			r.note("%d subscribers: %d saw the whole flood; %s (per-subscriber figures count only those that saw it all)", count, len(done), strings.Join(why, "; "))
+		}
+	}
+	if err := raw.measure(e, n); err != nil {
+		return err
+	}
+	// The raw rate is the mean of the runs before and after; refresh the figures.
+	for i := range r.Figures {
+		if r.Figures[i].Raw != nil {
+			r.Figures[i].withRaw(raw.rate())
+		}
+	}
+	if one, ok := perSub[1]; ok && one > 0 {
+		for _, count := range e.sizes.FanoutSubscribers {
+			if count == 1 {
+				continue
+			}
+			f := r.add(Figure{Name: fmt.Sprintf("%d ÷ 1 subscriber, per subscriber", count), Value: perSub[count] / one, Unit: UnitRatio})
+			if count == 10 {
+				f.target("≥ 0.80", f.Value >= 0.8)
+			}
+		}
+	}
+	e.noteShared(r)
+	return nil
+}
+
+func slowSummary(s Sizes) string {
+	return fmt.Sprintf("a %s flood read by one connection, alone and then beside one that subscribed and never reads", mb(s.SlowBytes))
+}
+
+func runSlow(ctx context.Context, e *env, r *Result) error {
+	n := e.sizes.SlowBytes
+	r.Params["bytes"] = n
+	k, err := e.dialCtl(ctx, "slow")
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	var raw rawFloods
+	if err := raw.measure(e, n); err != nil {
+		return err
+	}
+
+	e.settleMemory()
+	base, _ := e.hostRSS()
+	sampler := e.sampleRSS()
+	alone, err := e.flood(ctx, k, "slow-alone", 0, n, 1, nil)
+	peakAlone := sampler.stop()
+	if err != nil {
+		return err
+	}
+
+	e.settleMemory()
+	var slow *stream
+	defer func() {
+		if slow != nil {
+			slow.close()
+		}
+	}()
+	sampler = e.sampleRSS()
+	beside, err := e.flood(ctx, k, "slow-beside", 1, n, 1, func(ctx context.Context, uri string) error {
+		// Subscribed, answered, and never read again until the flood is over.
+		s, err := dialStream(ctx, e.target, "bench-slow-reader", uri)
+		slow = s
+		return err
+	})
+	peakBeside := sampler.stop()
+	if err != nil {
+		return err
+	}
+
+	a, b := alone.subs[0], beside.subs[0]
+	r.add(Figure{Name: "reader alone", Value: a.rate(), Unit: UnitBytesPerSecond}).withRaw(raw.rate())
+	f := r.add(Figure{Name: "reader beside a slow one", Value: b.rate(), Unit: UnitBytesPerSecond})
+	if a.rate() > 0 {
+		f.withRatio(b.rate() / a.rate())
+		f.target("≥ 0.90 × alone", b.rate() >= 0.9*a.rate())
+	}
+	for _, s := range []subResult{a, b} {
+		if !s.complete(alone.expected) {
+			r.note("a reader did not see the whole flood: %s", describeEnd(s.end))
+		}
+	}
+	if peakBeside > 0 {
+		r.add(Figure{Name: "host peak RSS beside a slow one", Value: float64(peakBeside), Unit: UnitBytes}).
+			target("< 256 MiB", peakBeside < 256<<20)
+		r.add(Figure{Name: "host peak RSS, reader alone", Value: float64(peakAlone), Unit: UnitBytes})
+		if base > 0 {
+			r.add(Figure{Name: "host RSS before the floods", Value: float64(base), Unit: UnitBytes})
+		}
+	} else {
+		r.note("the host's RSS is unknown (a remote host: pass --host-pid)")
+	}
+
+	// The flood is over: read what the slow connection was sent, up to how it ended.
+	if slow != nil {
+		dctx, cancel := e.waitCtx(ctx)
+		end := slow.drain(dctx, nil)
+		cancel()
+		r.add(Figure{Name: "bytes the slow one received", Value: float64(end.Bytes), Unit: UnitBytes})
+		switch {
+		case end.Exited:
+			r.note("the slow connection was not closed: it had all %s queued for it and read it late", mb(end.Bytes))
+		case end.CloseCode >= 0:
+			r.note("the slow connection was closed by the host: status %d, reason %q", end.CloseCode, end.CloseReason)
+		default:
+			r.note("the slow connection was closed without a close frame (no reason reached it): %v", end.Err)
+		}
+		r.Params["slowClosed"] = !end.Exited
+		r.Params["slowCloseCode"] = end.CloseCode
+		r.Params["slowCloseReason"] = end.CloseReason
+	}
+	if err := raw.measure(e, n); err != nil {
+		return err
+	}
+	r.Figures[0].withRaw(raw.rate())
+	e.noteShared(r)
+	return nil
+}
+
+// noteShared says, for an in-process host, that the bench's clients share its CPUs.
+func (e *env) noteShared(r *Result) {
+	if e.cfg.InProcess {
+		r.note("in-process host: the subscribers' reading and the host share this process's %d CPUs", e.machineCPUs())
+	}
+}
+
+func mb(n int64) string {
+	switch {
+	case n >= 1e6:
+		return fmt.Sprintf("%g MB", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%g kB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d B", n)
+}

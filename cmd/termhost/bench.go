@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/termhost/termhost/bench"
+)
+
+// benchCmd is `termhost bench`: the scenarios of package bench against a running host
+// (--url, --token) or, without --url, against a host it starts in this process.
+func benchCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	d := bench.DefaultSizes()
+	url := fs.String("url", "", "a running host's address, ws://HOST:PORT/; without it the bench starts a host in this process")
+	token := fs.String("token", "", "the token to sign in with (an owner's); with --url")
+	hostPID := fs.Int("host-pid", 0, "with --url: the host's pid, so its memory, descriptors and children can be read from /proc")
+	ptyMode := fs.String("pty", "auto", "auto|always|never: how the in-process host runs terminals")
+	shell := fs.String("shell", "", "the host's shell, which the raw baselines run too (default: the host's own, as its terminals' title says)")
+	scenarioList := fs.String("scenario", "", "scenarios to run, comma-separated: "+strings.Join(bench.Names(), ",")+" (default all)")
+	asJSON := fs.Bool("json", false, "print the report as JSON on stdout")
+	throughput := byteSize(d.ThroughputBytes)
+	fs.Var(&throughput, "throughput-bytes", "N in head -c N /dev/zero | base64 -w 100 (suffixes kB, MB, GB, KiB, MiB, GiB)")
+	echoKeys := fs.Int("echo-keys", d.EchoKeys, "keystrokes timed by the echo scenario")
+	fanout := byteSize(0)
+	fs.Var(&fanout, "fanout-bytes", "N for each fan-out flood (default --throughput-bytes)")
+	fanoutSubs := intList(d.FanoutSubscribers)
+	fs.Var(&fanoutSubs, "fanout-subscribers", "subscriber counts, one fan-out run each")
+	churnCycles := fs.Int("churn-cycles", d.ChurnCycles, "create/run/exit/dispose cycles per churn run")
+	churnClients := intList(d.ChurnClients)
+	fs.Var(&churnClients, "churn-clients", "concurrent clients, one churn run each")
+	idle := fs.Int("idle-terminals", d.IdleTerminals, "idle shells the idle scenario opens")
+	slow := byteSize(d.SlowBytes)
+	fs.Var(&slow, "slow-bytes", "N for the slow-reader flood")
+	timeout := fs.Duration("wait-timeout", 120*time.Second, "bound on each single wait for the host")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (host included when in process) to this file")
+	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the run to this file")
+	userRC := fs.Bool("user-rc", false, "let the in-process host's shells read your rc files; by default they run with HOME set to an empty folder, so what ~/.bashrc does is not in the figures")
+	logLevel := fs.String("log-level", "warn", "the in-process host's log level on stderr: debug|info|warn|error")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("bench takes no arguments, got %q", fs.Args())}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usageError{fmt.Errorf("--log-level: %v", err)}
+	}
+
+	cfg := bench.Config{
+		URL:     *url,
+		Token:   *token,
+		HostPID: *hostPID,
+		Shell:   *shell,
+		Sizes: bench.Sizes{
+			ThroughputBytes:   int64(throughput),
+			EchoKeys:          *echoKeys,
+			FanoutBytes:       int64(fanout),
+			FanoutSubscribers: fanoutSubs,
+			ChurnCycles:       *churnCycles,
+			ChurnClients:      churnClients,
+			IdleTerminals:     *idle,
+			SlowBytes:         int64(slow),
+		},
+		Progress:    stderr,
+		WaitTimeout: *timeout,
+	}
+	if *scenarioList != "" {
+		cfg.Scenarios = strings.Split(*scenarioList, ",")
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	if cfg.URL == "" {
+		usePty, err := choosePty(*ptyMode)
+		if err != nil {
+			return usageError{err}
+		}
+		host, err := bench.StartLocalHost(bench.LocalHostOptions{
+			UsePty:    usePty,
+			Shell:     *shell,
+			EmptyHome: !*userRC,
+			Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := host.Close(); err != nil {
+				fmt.Fprintln(stderr, "termhost bench:", err)
+			}
+		}()
+		cfg.URL, cfg.Token, cfg.InProcess = host.URL, host.Token, true
+	}
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	rep, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if *memProfile != "" {
+		f, err := os.Create(*memProfile)
+		if err != nil {
+			return err
+		}
+		runtime.GC()
+		err = pprof.WriteHeapProfile(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteText(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	// A missed target is information; a scenario that could not run is a failure.
+	var failed []string
+	for _, s := range rep.Scenarios {
+		if s.Error != "" {
+			failed = append(failed, s.Name)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("bench: scenario(s) %s could not run", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// byteSize is a flag holding a byte count, with decimal (kB, MB, GB) or binary (KiB,
+// MiB, GiB) suffixes.
+type byteSize int64
+
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *byteSize) Set(s string) error {
+	n, err := parseByteSize(s)
+	if err != nil {
+		return err
+	}
+	*b = byteSize(n)
+	return nil
+}
+
+func parseByteSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{
+		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+		{"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9},
+		{"k", 1e3}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"B", 1},
+	}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v < 0 {
+		return 0, errors.New("want a size such as 50MB, 200kB or 1048576")
+	}
+	return int64(v * float64(mult)), nil
+}
+
+// intList is a flag holding comma-separated positive integers.
+type intList []int
+
+func (l *intList) String() string {
+	s := make([]string, len(*l))
+	for i, v := range *l {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *intList) Set(s string) error {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v <= 0 {
+			return fmt.Errorf("want positive whole numbers separated by commas, got %q", s)
+		}
+		out = append(out, v)
+	}
+	*l = out
+	return nil
+}
