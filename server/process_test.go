@@ -446,3 +446,43 @@ func childPIDs(t *testing.T) []string {
 	}
 	return kids
 }
+
+// TestMultiByteOutputSurvivesReadSplits prints characters of two, three and four
+// bytes in long runs, so reads of the pipe or pty split some of them: every one
+// arrives whole, none as U+FFFD.
+func TestMultiByteOutputSurvivesReadSplits(t *testing.T) {
+	for _, mode := range bothModes {
+		t.Run(mode.name, func(t *testing.T) {
+			h := startHost(t, withPty(mode.pty))
+			c := h.dial("utf8")
+			uri := "ahp-terminal:/utf8-out-" + mode.name
+			c.runCommand(uri, "echo ready; read go; i=0; while [ $i -lt 3000 ]; do printf 'é→日😀'; i=$((i+1)); done; echo; echo END", nil)
+			c.input(uri, "go\r")
+			c.waitExit(uri)
+			out := c.output(uri)
+			if strings.ContainsRune(out, '\uFFFD') {
+				t.Fatal("a character split across reads arrived broken")
+			}
+			if n := strings.Count(out, "é→日😀"); n != 3000 {
+				t.Fatalf("%d of 3000 runs arrived whole", n)
+			}
+		})
+	}
+}
+
+func TestCwdThatIsAFileOpensHome(t *testing.T) {
+	h := startHost(t)
+	c := h.dial("x")
+	file := t.TempDir() + "/plain-file"
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	uri := "ahp-terminal:/cwd-file"
+	snap := c.createTerminal(uri, map[string]any{"cwd": file})
+	st, _ := snap.TerminalState()
+	if strings.Contains(st.Cwd, "plain-file") {
+		t.Fatalf("opened in a file: %s", st.Cwd)
+	}
+	c.input(uri, "echo alive\r")
+	c.waitOutput(uri, "alive")
+}
