@@ -25,9 +25,13 @@ type ConnectionConfig struct {
 	Journal   *Journal
 	Outbox    *Outbox
 	Principal auth.Principal
-	Info      ServerInfo
-	Home      string
-	Logger    *slog.Logger
+	// Refresh, when set, says who Principal's sign-in is now: the users file may
+	// have revoked its token or changed its role since the socket opened. The grant
+	// gate asks it before every check, so such an edit takes effect at once.
+	Refresh func() auth.Principal
+	Info    ServerInfo
+	Home    string
+	Logger  *slog.Logger
 	// Close ends the socket with a reason once what is queued has been written.
 	Close func(CloseReason)
 	// Done is called once for every Frame after it was handled, so the reader can
@@ -179,7 +183,8 @@ func describeJSONError(err error) string {
 		if field == "" {
 			field = "params"
 		}
-		return fmt.Sprintf("%s must be %s, not %s", field, jsonKind(te.Type.Kind().String()), te.Value)
+		// te.Value is "number 1.5" for a number and the kind ("string") otherwise.
+		return fmt.Sprintf("%s must be %s, not %s", field, jsonKind(te.Type.Kind().String()), strings.TrimPrefix(te.Value, "number "))
 	}
 	return err.Error()
 }
@@ -188,7 +193,11 @@ func jsonKind(goKind string) string {
 	switch goKind {
 	case "string":
 		return "a string"
-	case "int", "int64", "uint64", "float64":
+	case "int", "int8", "int16", "int32", "int64":
+		return "a whole number"
+	case "uint", "uint8", "uint16", "uint32", "uint64":
+		return "a whole number of 0 or more"
+	case "float32", "float64":
 		return "a number"
 	case "bool":
 		return "a boolean"
@@ -265,7 +274,7 @@ func (c *connection) readable(channels []string) []string {
 			continue
 		}
 		seen[ch] = true
-		if ch == messages.RootURI || c.cfg.Principal.Can(readGrant(ch)) {
+		if ch == messages.RootURI || c.may(readGrant(ch)) {
 			out = append(out, ch)
 		}
 	}
@@ -317,7 +326,7 @@ func (c *connection) subscribe(ctx actor.Context, id json.RawMessage, raw json.R
 		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel is required"))
 		return
 	}
-	if grant := readGrant(p.Channel); p.Channel != messages.RootURI && !c.cfg.Principal.Can(grant) {
+	if grant := readGrant(p.Channel); p.Channel != messages.RootURI && !c.may(grant) {
 		c.fail(id, c.refusal(grant))
 		return
 	}
@@ -461,7 +470,7 @@ type termhostCreateMeta struct {
 }
 
 func (c *connection) createTerminal(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
-	if !c.cfg.Principal.Can(auth.GrantTerminalCreate) {
+	if !c.may(auth.GrantTerminalCreate) {
 		c.fail(id, c.refusal(auth.GrantTerminalCreate))
 		return
 	}
@@ -526,7 +535,7 @@ func (c *connection) createTerminal(ctx actor.Context, id json.RawMessage, raw j
 }
 
 func (c *connection) disposeTerminal(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
-	if !c.cfg.Principal.Can(auth.GrantTerminalDispose) {
+	if !c.may(auth.GrantTerminalDispose) {
 		c.fail(id, c.refusal(auth.GrantTerminalDispose))
 		return
 	}
@@ -544,6 +553,15 @@ func (c *connection) disposeTerminal(ctx actor.Context, id json.RawMessage, raw 
 		}
 		c.reply(id, nil)
 	})
+}
+
+// may is the one grant gate: whether this connection's principal, as the users file
+// says now, holds grant. A refusal after it names the principal it checked.
+func (c *connection) may(grant string) bool {
+	if c.cfg.Refresh != nil {
+		c.cfg.Principal = c.cfg.Refresh()
+	}
+	return c.cfg.Principal.Can(grant)
 }
 
 func (c *connection) refusal(grant string) *messages.Error {
@@ -615,7 +633,7 @@ func (c *connection) notification(ctx actor.Context, method string, raw json.Raw
 			c.cfg.Outbox.Deliver(p.Channel, messages.EnvelopeFrame(env))
 			return
 		}
-		if grant := actionGrant(a.Type); grant != "" && !c.cfg.Principal.Can(grant) {
+		if grant := actionGrant(a.Type); grant != "" && !c.may(grant) {
 			env := &messages.Envelope{Channel: p.Channel, Action: p.Action, Origin: &origin, RejectionReason: c.cfg.Principal.Refusal(grant), ServerSeq: c.cfg.Journal.Next()}
 			c.cfg.Outbox.Deliver(p.Channel, messages.EnvelopeFrame(env))
 			return
@@ -640,7 +658,7 @@ type createSessionParams struct {
 }
 
 func (c *connection) createSession(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
-	if !c.cfg.Principal.Can(auth.GrantChatSend) {
+	if !c.may(auth.GrantChatSend) {
 		c.fail(id, c.refusal(auth.GrantChatSend))
 		return
 	}
@@ -662,7 +680,7 @@ type createChatParams struct {
 }
 
 func (c *connection) createChat(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
-	if !c.cfg.Principal.Can(auth.GrantChatSend) {
+	if !c.may(auth.GrantChatSend) {
 		c.fail(id, c.refusal(auth.GrantChatSend))
 		return
 	}
@@ -675,7 +693,7 @@ func (c *connection) createChat(ctx actor.Context, id json.RawMessage, raw json.
 }
 
 func (c *connection) disposeSession(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
-	if !c.cfg.Principal.Can(auth.GrantChatSend) {
+	if !c.may(auth.GrantChatSend) {
 		c.fail(id, c.refusal(auth.GrantChatSend))
 		return
 	}

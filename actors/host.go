@@ -219,6 +219,10 @@ func (h *host) Receive(ctx actor.Context) {
 		if e := h.entries[m.URI]; e != nil {
 			ctx.Forward(e.pid)
 		}
+	case *KillTerminal:
+		if e := h.entries[m.URI]; e != nil {
+			ctx.Forward(e.pid)
+		}
 	case *SnapshotQuery:
 		if e := h.entries[m.URI]; e != nil {
 			ctx.Forward(e.pid)

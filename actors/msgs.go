@@ -145,6 +145,7 @@ type (
 	shellTerminate   struct{}
 	shellCloseOutput struct{}
 	shellReleased    struct{}
+	shellKill        struct{}
 	// shellCrash makes the shell actor panic, to test supervision.
 	shellCrash struct{}
 )
@@ -172,3 +173,6 @@ type ScreenInfo struct {
 	// Text is the screen's visible text.
 	Text string
 }
+
+// KillTerminal ends a terminal's process and leaves its row listed.
+type KillTerminal struct{ URI string }

@@ -74,6 +74,12 @@ func (s *shell) Receive(ctx actor.Context) {
 			s.release()
 			system.Root.Send(self, &shellReleased{})
 		}()
+	case *shellKill:
+		// The process ends; the terminal hears of it as of any exit.
+		if p := s.process(); p != nil {
+			grace := s.handle.killGrace
+			go pty.Terminate(p, grace)
+		}
 	case *shellReleased:
 		ctx.Stop(ctx.Self())
 	case *actor.Stopped:

@@ -142,6 +142,10 @@ func (t *terminal) Receive(ctx actor.Context) {
 		if t.feeder != nil {
 			t.feeder.close()
 		}
+	case *KillTerminal:
+		if t.exit == nil {
+			ctx.Send(t.shell, &shellKill{})
+		}
 	case *TerminalWrite:
 		if t.exit == nil && !t.disposed {
 			t.writeInput(ctx, m.Data)
