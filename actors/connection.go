@@ -159,6 +159,8 @@ func (c *connection) handle(ctx actor.Context, data []byte) {
 		c.listSessions(ctx, id)
 	case "disposeSession":
 		c.disposeSession(ctx, id, msg.Params)
+	case "disposeChat":
+		c.disposeChat(ctx, id, msg.Params)
 	case "unsubscribe", "dispatchAction":
 		c.fail(id, messages.Errorf(messages.CodeInvalidRequest, "%s is a notification: send it without an id", method))
 	default:
@@ -734,4 +736,18 @@ func (c *connection) listSessions(ctx actor.Context, id json.RawMessage) {
 		}
 		c.reply(id, map[string]any{"items": items})
 	})
+}
+
+// disposeChat ends a chat: its channel is the chat's URI.
+func (c *connection) disposeChat(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
+	if !c.cfg.Principal.Can(auth.GrantChatSend) {
+		c.fail(id, c.refusal(auth.GrantChatSend))
+		return
+	}
+	var p subscribeParams
+	if e := decodeParams(raw, &p); e != nil {
+		c.fail(id, e)
+		return
+	}
+	c.askSession(ctx, id, &DisposeChat{Chat: p.Channel})
 }

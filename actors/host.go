@@ -200,6 +200,13 @@ func (h *host) Receive(ctx actor.Context) {
 				h.chats[c] = pid
 			}
 		}
+	case *DisposeChat:
+		if pid := h.chats[m.Chat]; pid != nil {
+			delete(h.chats, m.Chat)
+			ctx.Forward(pid)
+			return
+		}
+		ctx.Respond(&SessionResult{})
 	case *ListSessions:
 		h.listSessions(ctx)
 	case *DisposeSession:

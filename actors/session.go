@@ -40,6 +40,9 @@ type SessionResult struct {
 // DisposeSession ends a session, its chats' terminals and what is kept of it.
 type DisposeSession struct{ URI string }
 
+// DisposeChat ends a chat's terminals and drops it with what was kept of it.
+type DisposeChat struct{ Chat string }
+
 // ListSessions asks for every session's summary; the answer is a []map[string]any.
 type ListSessions struct{}
 
@@ -254,6 +257,26 @@ func (s *session) Receive(ctx actor.Context) {
 		if r := s.findRun(m.toolCallID); r != nil {
 			s.finish(ctx, r, endInteractive, true, nil)
 		}
+	case *DisposeChat:
+		c := s.chats[m.Chat]
+		if c == nil {
+			ctx.Respond(&SessionResult{})
+			return
+		}
+		s.disposeChat(ctx, c)
+		if err := s.store.DeleteChat(s.uri, c.uri); err != nil {
+			s.opts.Logger.Warn("a disposed chat's kept data could not be removed", "chat", c.uri, "err", err)
+		}
+		delete(s.chats, c.uri)
+		for i, u := range s.order {
+			if u == c.uri {
+				s.order = append(s.order[:i], s.order[i+1:]...)
+				break
+			}
+		}
+		s.sessionAction(map[string]any{"type": "session/chatRemoved", "chat": c.uri})
+		s.tellHostChats(ctx)
+		ctx.Respond(&SessionResult{})
 	case *DisposeSession:
 		s.dispose(ctx, true)
 		ctx.Respond(&SessionResult{})
@@ -309,7 +332,12 @@ func (s *session) tellHostChats(ctx actor.Context) {
 }
 
 func (s *session) summary() map[string]any {
+	// A session of commands is dated from its first command's start to its last
+	// one's end (seed: "Who opens one").
 	created := s.record.Created
+	if !s.record.FirstStart.IsZero() {
+		created = s.record.FirstStart
+	}
 	modified := s.record.LastEnd
 	if modified.IsZero() {
 		modified = created
@@ -883,20 +911,25 @@ func (s *session) restore() {
 // dispose ends and unlists the session's terminals; forget also drops what was kept.
 func (s *session) dispose(ctx actor.Context, forget bool) {
 	for _, c := range s.chats {
-		for _, r := range c.runs {
-			if !r.done {
-				r.done = true
-				if r.timer != nil {
-					r.timer.Stop()
-				}
-				close(r.stopAlt)
-			}
-			ctx.Send(s.host, &DisposeTerminal{URI: r.terminal})
-		}
+		s.disposeChat(ctx, c)
 	}
 	if forget {
 		if err := s.store.DeleteSession(s.uri); err != nil {
 			s.opts.Logger.Warn("a disposed session's kept data could not be removed", "session", s.uri, "err", err)
 		}
+	}
+}
+
+// disposeChat ends and unlists the terminals of a chat's commands.
+func (s *session) disposeChat(ctx actor.Context, c *chat) {
+	for _, r := range c.runs {
+		if !r.done {
+			r.done = true
+			if r.timer != nil {
+				r.timer.Stop()
+			}
+			close(r.stopAlt)
+		}
+		ctx.Send(s.host, &DisposeTerminal{URI: r.terminal})
 	}
 }

@@ -284,3 +284,42 @@ func TestDisposeSessionEndsItsTerminals(t *testing.T) {
 		t.Fatal("a disposed session's terminal is still served")
 	}
 }
+
+func TestDisposeChatDropsWhatWasKept(t *testing.T) {
+	h := startHost(t)
+	c := h.dial("dc")
+	chat := c.openSession("ahp-session:/dc", t.TempDir())
+	call := c.waitCompleted(chat, c.say(chat, "!echo kept-then-gone"))
+	uri := call.Content[0].Resource
+	c.mustRequest("disposeChat", map[string]any{"channel": chat})
+	waitRoot(c, func(r []messages.TerminalInfo) bool { return findRow(r, uri) == nil })
+	if _, err := c.Subscribe(c.ctx(), uri); err == nil {
+		t.Fatal("a disposed chat's terminal is still served")
+	}
+	if _, err := c.Subscribe(c.ctx(), chat); err == nil {
+		t.Fatal("a disposed chat is still served")
+	}
+}
+
+// TestClosingHostEndsACommandUnrun stops the host while a command runs: its turn is
+// ended with the host's sentence and kept, so after a restart the chat says so.
+func TestClosingHostEndsACommandUnrun(t *testing.T) {
+	dir := t.TempDir()
+	h := startHostIn(t, dir, "127.0.0.1:0")
+	c := h.dial("close")
+	chat := c.openSession("ahp-session:/closing", t.TempDir())
+	c.say(chat, "!echo started-long; sleep 100")
+	c.waitFor("the command's terminal", func(n *client.Notification) bool {
+		return n.Envelope != nil && n.Envelope.Type == "chat/toolCallContentChanged"
+	})
+	h.stop()
+	h2 := startHostIn(t, dir, "127.0.0.1:0")
+	c2 := h2.dial("after")
+	snap, err := c2.Subscribe(c2.ctx(), chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(snap.State), "This host is closing, so nothing new starts on it") {
+		t.Fatalf("chat after a closing host: %s", snap.State)
+	}
+}
