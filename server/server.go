@@ -106,6 +106,15 @@ func (l levelFloor) Enabled(ctx context.Context, lv slog.Level) bool {
 	return lv >= l.floor && l.Handler.Enabled(ctx, lv)
 }
 
+// WithAttrs and WithGroup keep the floor on derived handlers.
+func (l levelFloor) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return levelFloor{l.Handler.WithAttrs(attrs), l.floor}
+}
+
+func (l levelFloor) WithGroup(name string) slog.Handler {
+	return levelFloor{l.Handler.WithGroup(name), l.floor}
+}
+
 // Handler serves /healthz and, on any other path, the WebSocket.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -179,19 +188,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-func (s *Server) principal(r *http.Request) (auth.Principal, bool) {
+// signInToken is the token a request signs in with: ?tkn=, else a Bearer header.
+func signInToken(r *http.Request) string {
 	token := r.URL.Query().Get("tkn")
 	if h := r.Header.Get("Authorization"); token == "" && strings.HasPrefix(h, "Bearer ") {
 		token = strings.TrimSpace(strings.TrimPrefix(h, "Bearer "))
 	}
-	if token == "" {
-		return auth.Nobody(), false
-	}
-	return s.cfg.Auth.Authenticate(token)
+	return token
 }
 
 func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.principal(r)
+	token := signInToken(r)
+	p, ok := s.cfg.Auth.Authenticate(token) // nobody for "" or a wrong token
 	if !ok && !s.loopbackOnly && !s.cfg.AllowAnonymous {
 		http.Error(w, "termhost: sign in with ?tkn=TOKEN or Authorization: Bearer TOKEN", http.StatusUnauthorized)
 		return
@@ -222,11 +230,20 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		delete(s.conns, conn)
 		s.mu.Unlock()
 	}()
-	s.runConnection(r.Context(), conn, p)
+	// A signed-in connection's rights follow the users file while it is open: a
+	// revoked token or a changed role counts from the next request or dispatch.
+	var refresh func() auth.Principal
+	if ok {
+		refresh = func() auth.Principal {
+			now, _ := s.cfg.Auth.Authenticate(token)
+			return now
+		}
+	}
+	s.runConnection(r.Context(), conn, p, refresh)
 }
 
 // runConnection reads frames until the socket ends, with one writer goroutine.
-func (s *Server) runConnection(reqCtx context.Context, conn *websocket.Conn, p auth.Principal) {
+func (s *Server) runConnection(reqCtx context.Context, conn *websocket.Conn, p auth.Principal, refresh func() auth.Principal) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(reqCtx))
 	defer cancel()
 	log := s.log.With("user", p.User)
@@ -246,6 +263,7 @@ func (s *Server) runConnection(reqCtx context.Context, conn *websocket.Conn, p a
 		Journal:   s.journal,
 		Outbox:    outbox,
 		Principal: p,
+		Refresh:   refresh,
 		Info:      actors.ServerInfo{Name: "termhost", Version: s.cfg.Version},
 		Home:      s.cfg.Host.Home,
 		Logger:    log,
