@@ -16,7 +16,9 @@ type Journal struct {
 
 	mu         sync.Mutex // guards the fields below
 	seq        uint64
-	ring       []journalEntry // oldest first
+	ring       []journalEntry // a circular buffer: count entries from head, oldest first
+	head       int
+	count      int
 	bytes      int
 	evictedMax uint64 // the highest serverSeq dropped from the ring
 }
@@ -29,6 +31,7 @@ type journalEntry struct {
 
 // NewJournal keeps at most maxEntries envelopes and maxBytes of encoded frames.
 func NewJournal(maxEntries, maxBytes int) *Journal {
+	maxEntries = max(maxEntries, 1)
 	return &Journal{maxEntries: maxEntries, maxBytes: maxBytes}
 }
 
@@ -62,21 +65,33 @@ func (j *Journal) Stamp(env *messages.Envelope) []byte {
 func (j *Journal) record(seq uint64, channel string, frame []byte) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.ring = append(j.ring, journalEntry{seq, channel, frame})
-	j.bytes += len(frame)
-	drop := 0
-	for len(j.ring)-drop > 0 && (len(j.ring)-drop > j.maxEntries || j.bytes > j.maxBytes) {
-		e := j.ring[drop]
-		j.bytes -= len(e.frame)
-		if e.seq > j.evictedMax {
-			j.evictedMax = e.seq
+	// A ring of at most maxEntries: eviction moves the head, never the entries. It
+	// grows by doubling until it reaches maxEntries.
+	if j.count == len(j.ring) && len(j.ring) < j.maxEntries {
+		grown := make([]journalEntry, min(max(2*len(j.ring), 64), j.maxEntries))
+		for i := 0; i < j.count; i++ {
+			grown[i] = j.ring[(j.head+i)%len(j.ring)]
 		}
-		j.ring[drop] = journalEntry{}
-		drop++
+		j.ring, j.head = grown, 0
 	}
-	if drop > 0 {
-		j.ring = append(j.ring[:0:0], j.ring[drop:]...)
+	for j.count > 0 && (j.count == len(j.ring) || j.bytes+len(frame) > j.maxBytes) {
+		j.evictOldest()
 	}
+	tail := (j.head + j.count) % len(j.ring)
+	j.ring[tail] = journalEntry{seq, channel, frame}
+	j.count++
+	j.bytes += len(frame)
+}
+
+func (j *Journal) evictOldest() {
+	e := j.ring[j.head]
+	j.bytes -= len(e.frame)
+	if e.seq > j.evictedMax {
+		j.evictedMax = e.seq
+	}
+	j.ring[j.head] = journalEntry{}
+	j.head = (j.head + 1) % len(j.ring)
+	j.count--
 }
 
 // Replay returns the frames after lastSeen on the given channels, in serverSeq order,
@@ -88,7 +103,8 @@ func (j *Journal) Replay(lastSeen uint64, channels map[string]bool) (frames [][]
 		return nil, false
 	}
 	var picked []journalEntry
-	for _, e := range j.ring {
+	for i := 0; i < j.count; i++ {
+		e := j.ring[(j.head+i)%len(j.ring)]
 		if e.seq > lastSeen && channels[e.channel] {
 			picked = append(picked, e)
 		}

@@ -170,7 +170,8 @@ type TerminalState struct {
 // goroutine while the original goes on being reduced.
 func (s *TerminalState) Clone() TerminalState {
 	c := *s
-	c.Content = append([]ContentPart(nil), s.Content...)
+	// Never nil: content is a required array on the wire.
+	c.Content = append(make([]ContentPart, 0, len(s.Content)), s.Content...)
 	if s.Lifecycle != nil {
 		l := *s.Lifecycle
 		c.Lifecycle = &l
