@@ -323,3 +323,28 @@ func TestClosingHostEndsACommandUnrun(t *testing.T) {
 		t.Fatalf("chat after a closing host: %s", snap.State)
 	}
 }
+
+// TestClaimingACommandsTerminalBackgroundsIt: a client that claims a running
+// command's terminal for the session, with no tool call, sends it to the background.
+func TestClaimingACommandsTerminalBackgroundsIt(t *testing.T) {
+	h := startHost(t)
+	c := h.dial("bg")
+	chat := c.openSession("ahp-session:/bg", t.TempDir())
+	turn := c.say(chat, "!echo long-running; sleep 100")
+	n := c.waitFor("the command's terminal", func(n *client.Notification) bool {
+		return n.Envelope != nil && n.Envelope.Type == "chat/toolCallContentChanged"
+	})
+	var a struct{ Content []struct{ Resource string } }
+	_ = json.Unmarshal(n.Envelope.Action, &a)
+	uri := a.Content[0].Resource
+	c.dispatch(uri, map[string]any{"type": "terminal/claimed", "claim": map[string]any{"kind": "session", "session": "ahp-session:/bg", "chat": chat}})
+	call := c.waitCompleted(chat, turn)
+	if call.PastTenseMessage != "Command is running in the background" {
+		t.Fatalf("backgrounded: %+v", call)
+	}
+	// Another client's claim on a session's terminal is refused.
+	c.dispatch(uri, map[string]any{"type": "terminal/claimed", "claim": map[string]any{"kind": "client", "clientId": "bg"}})
+	c.waitFor("the refused claim", func(n *client.Notification) bool {
+		return n.Envelope != nil && n.Envelope.Channel == uri && n.Envelope.Type == messages.TerminalClaimed && n.Envelope.RejectionReason != ""
+	})
+}
