@@ -38,9 +38,12 @@ type Outbox struct {
 	frames  [][]byte
 	pending int
 	held    map[string][][]byte // channels waiting for their subscribe answer
-	closed  bool
-	finish  CloseReason // set by Finish: flush, then close with this reason
-	wake    chan struct{}
+	// tailOwned says the last queued frame was made by a merge here, so it is this
+	// outbox's own and the next merge may append to it in place.
+	tailOwned bool
+	closed    bool
+	finish    CloseReason // set by Finish: flush, then close with this reason
+	wake      chan struct{}
 }
 
 // Finished is what Next returns once a finishing outbox has been flushed.
@@ -68,16 +71,19 @@ func (o *Outbox) Deliver(channel string, frame []byte) {
 	} else if n := len(o.frames); channel != "" && n > 0 && len(o.frames[n-1]) < maxMergedFrame {
 		// A connection behind its output gets adjacent terminal/data of one channel
 		// merged into one frame: fewer, larger writes for whoever is slowest.
-		if merged, ok := messages.MergeDataFrames(o.frames[n-1], frame); ok {
+		if merged, ok := messages.MergeDataFramesInto(o.frames[n-1], frame, o.tailOwned); ok {
 			o.pending += len(merged) - len(o.frames[n-1])
 			o.frames[n-1] = merged
+			o.tailOwned = true
 		} else {
 			o.frames = append(o.frames, frame)
 			o.pending += len(frame)
+			o.tailOwned = false
 		}
 	} else {
 		o.frames = append(o.frames, frame)
 		o.pending += len(frame)
+		o.tailOwned = false
 	}
 	over := o.maxBytes > 0 && o.pending > o.maxBytes
 	o.mu.Unlock()
@@ -107,6 +113,7 @@ func (o *Outbox) Release(answer []byte, channels ...string) {
 		o.mu.Unlock()
 		return
 	}
+	o.tailOwned = false
 	if answer != nil {
 		o.frames = append(o.frames, answer)
 		o.pending += len(answer)
@@ -133,6 +140,7 @@ func (o *Outbox) Next(ctx context.Context) ([][]byte, error) {
 		if len(o.frames) > 0 {
 			out := o.frames
 			o.frames = nil
+			o.tailOwned = false
 			for _, f := range out {
 				o.pending -= len(f)
 			}

@@ -3,6 +3,7 @@ package actors
 import (
 	"bytes"
 	"sync"
+	"time"
 
 	"github.com/termhost/termhost/screen"
 )
@@ -12,7 +13,16 @@ import (
 // its own goroutine, in order, and never throttles the shell or the subscribers; when
 // it falls this far behind, the oldest backlog is dropped except for the mode switches
 // the host asks the screen about.
-const maxScreenBacklog = 1 << 20
+const maxScreenBacklog = 256 << 10
+
+// During a flood (the backlog was dropped and has not emptied since) the screen gets
+// only the newest floodTail bytes of each drop and floodPause between writes: it still
+// follows the output and every mode switch, at a bounded share of a core instead of a
+// whole one (the emulator was 45% of the host's CPU in a 50 MB flood).
+const (
+	floodTail  = 16 << 10
+	floodPause = 20 * time.Millisecond
+)
 
 // modeSwitches are the sequences whose effect outlives the text around them: the
 // alternate screen and bracketed paste, on and off.
@@ -26,12 +36,13 @@ var modeSwitches = [][]byte{
 type screenFeeder struct {
 	scr *screen.Screen
 
-	mu      sync.Mutex // guards queue, size and closed
-	queue   [][]byte
-	size    int
-	closed  bool
-	wake    chan struct{}
-	stopped chan struct{}
+	mu       sync.Mutex // guards queue, size, closed and flooding
+	queue    [][]byte
+	size     int
+	closed   bool
+	flooding bool
+	wake     chan struct{}
+	stopped  chan struct{}
 }
 
 func newScreenFeeder(scr *screen.Screen) *screenFeeder {
@@ -63,6 +74,10 @@ func (f *screenFeeder) feed(p []byte) {
 // in order, so the screen's answers about modes stay right.
 func (f *screenFeeder) dropBacklogLocked() {
 	last := f.queue[len(f.queue)-1]
+	if len(last) > floodTail {
+		last = last[len(last)-floodTail:]
+	}
+	f.flooding = true
 	var modes []byte
 	for _, chunk := range f.queue[:len(f.queue)-1] {
 		for len(chunk) > 0 {
@@ -103,6 +118,7 @@ func (f *screenFeeder) run() {
 				return
 			}
 			if len(f.queue) == 0 {
+				f.flooding = false
 				f.mu.Unlock()
 				break
 			}
@@ -110,8 +126,12 @@ func (f *screenFeeder) run() {
 			f.queue[0] = nil
 			f.queue = f.queue[1:]
 			f.size -= len(chunk)
+			flooding := f.flooding
 			f.mu.Unlock()
 			f.scr.Write(chunk)
+			if flooding {
+				time.Sleep(floodPause)
+			}
 		}
 	}
 }

@@ -101,16 +101,27 @@ var (
 // it (PROTOCOL.md 3: coalescing terminal/data is allowed). It reports false for any
 // other pair, frames with an origin or a rejection included.
 func MergeDataFrames(first, second []byte) ([]byte, bool) {
+	return MergeDataFramesInto(first, second, false)
+}
+
+// MergeDataFramesInto is MergeDataFrames that may append in place when first is a
+// frame the caller owns (one it got from an earlier merge): a queue that keeps merging
+// into its tail then costs amortized O(len(second)) per merge, not a copy of the whole
+// frame each time. A frame shared with other queues must never be reused.
+func MergeDataFramesInto(first, second []byte, reuse bool) ([]byte, bool) {
 	h1, d1, ok1 := splitDataFrame(first)
 	h2, d2, ok2 := splitDataFrame(second)
 	if !ok1 || !ok2 || !bytes.Equal(h1, h2) {
 		return nil, false
 	}
 	tail := second[len(h2)+len(dataPrefix)+len(d2):]
-	out := make([]byte, 0, len(h1)+len(dataPrefix)+len(d1)+len(d2)+len(tail))
-	out = append(out, h1...)
-	out = append(out, dataPrefix...)
-	out = append(out, d1...)
+	keep := len(h1) + len(dataPrefix) + len(d1)
+	if reuse {
+		out := append(first[:keep], d2...)
+		return append(out, tail...), true
+	}
+	out := make([]byte, 0, 2*(keep+len(d2)+len(tail)))
+	out = append(out, first[:keep]...)
 	out = append(out, d2...)
 	out = append(out, tail...)
 	return out, true

@@ -479,7 +479,20 @@ func Terminate(p Process, grace time.Duration) {
 	// background jobs in process groups of their own are ended with it.
 	var members []member
 	if pid := p.Pid(); pid > 0 {
-		members = sessionMembers(pid)
+		select {
+		case <-p.Done():
+			// The shell is gone: what it left behind has been handed to init, so only
+			// a scan of every process finds its session.
+			members = sessionMembers(pid)
+		default:
+			// While the shell lives its jobs are its descendants, found without
+			// reading every process on the machine (which made disposing many
+			// terminals quadratic).
+			var ok bool
+			if members, ok = descendants(pid); !ok {
+				members = sessionMembers(pid)
+			}
+		}
 	}
 	select {
 	case <-p.Done():

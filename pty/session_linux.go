@@ -14,6 +14,48 @@ type member struct {
 	start string
 }
 
+// descendants lists a live process's descendants through the kernel's children lists,
+// which costs a read per descendant rather than one per process on the machine. It
+// reports false when the lists cannot be read (a kernel without them).
+func descendants(pid int) ([]member, bool) {
+	var out []member
+	queue := []int{pid}
+	seen := map[int]bool{pid: true}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(p) + "/task")
+		if err != nil {
+			if p == pid {
+				return nil, false
+			}
+			continue
+		}
+		for _, task := range tasks {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/task/" + task.Name() + "/children")
+			if err != nil {
+				if p == pid && os.IsNotExist(err) {
+					return nil, false
+				}
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				c, err := strconv.Atoi(f)
+				if err != nil || seen[c] {
+					continue
+				}
+				seen[c] = true
+				// A descendant that made a session of its own left the terminal's.
+				if sid, start, ok := procSessionAndStart(c); ok && sid == pid {
+					out = append(out, member{c, start})
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return out, true
+}
+
 // sessionMembers lists the processes whose session is sid, the shell's own pid (every
 // child starts in a session of its own). Under a pseudoterminal an interactive shell
 // puts each job in a process group of its own, so signalling the shell's group alone
