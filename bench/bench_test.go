@@ -21,7 +21,7 @@ var tinySizes = Sizes{
 	ChurnCycles:       20,
 	ChurnClients:      []int{1, 2},
 	IdleTerminals:     10,
-	SlowBytes:         5_000_000,
+	SlowBytes:         3_000_000,
 }
 
 // run runs scenarios against a host started in this process for the test.
@@ -170,10 +170,16 @@ func TestChurn(t *testing.T) {
 func TestIdle(t *testing.T) {
 	ptyOrSkip(t)
 	rep := run(t, true, "idle")
+	// Ten terminals may be within RSS's noise; then a note says so instead of a verdict.
 	mem := figure(t, rep, "idle", "host memory per terminal (RSS")
-	hasTarget(t, rep, mem)
-	if mem.Raw == nil {
-		t.Fatalf("no raw memory figure\n%s", text(rep))
+	if mem.Value > 0 {
+		hasTarget(t, rep, mem)
+	} else if !strings.Contains(text(rep), "did not grow measurably") {
+		t.Fatalf("no memory figure and no note why\n%s", text(rep))
+	}
+	// Ten raw shells may be below what RSS resolves; then a note says so.
+	if mem.Raw == nil && !strings.Contains(text(rep), "raw shells' memory was below") {
+		t.Fatalf("neither a raw memory figure nor why not\n%s", text(rep))
 	}
 	positive(t, rep, figure(t, rep, "idle", "open 10"))
 	list := figure(t, rep, "idle", "list: initialize with the root")
@@ -227,6 +233,7 @@ func TestJSONShape(t *testing.T) {
 			OS         string `json:"os"`
 			Arch       string `json:"arch"`
 			Kernel     string `json:"kernel"`
+			Load       string `json:"loadAverage"`
 		} `json:"machine"`
 		Scenarios []struct {
 			Name    string         `json:"name"`

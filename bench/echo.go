@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/termhost/termhost/messages"
@@ -22,7 +23,7 @@ const (
 const echoWarmup = 20
 
 func echoSummary(s Sizes) string {
-	return fmt.Sprintf("%d keystrokes, each sent as terminal/input to a terminal running cat and timed until it is back in terminal/data, against a local pty running cat", s.EchoKeys)
+	return fmt.Sprintf("%d keystrokes, each sent as terminal/input to a terminal running cat and timed until it is back in terminal/data, against cat on a local pty (pipes when the host uses pipes)", s.EchoKeys)
 }
 
 func (e *env) echoCommand() string {
@@ -94,9 +95,11 @@ func (e *env) hostEcho(ctx context.Context, keys int) ([]time.Duration, error) {
 		}
 	}
 	times := make([]time.Duration, 0, keys)
-	stop := e.prog.every(func() string { return fmt.Sprintf("echo: %d of %d keystrokes", max(0, len(times)), keys) })
+	var sent atomic.Int64
+	stop := e.prog.every(func() string { return fmt.Sprintf("echo: %d of %d keystrokes", sent.Load(), keys+echoWarmup) })
 	defer stop()
 	for i := range keys + echoWarmup {
+		sent.Store(int64(i))
 		key := string(keyFor(i))
 		start := time.Now()
 		if err := k.input(wctx, uri, key); err != nil {

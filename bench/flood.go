@@ -167,8 +167,9 @@ func (e *env) rawFlood(n int64) (int64, float64, error) {
 	return total, secs, err
 }
 
-// rawFloodRate is the mean rate of two raw floods, one before and one after the host's
-// run, so a machine that grows busier or quieter meanwhile moves both sides.
+// rawFloods are raw runs of a flood; their rate is the mean. The throughput scenario
+// runs one before and one after the host's run, so a machine that grows busier or
+// quieter meanwhile moves both sides.
 type rawFloods struct {
 	bytes int64
 	rates []float64

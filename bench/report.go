@@ -46,6 +46,9 @@ type MachineInfo struct {
 	OS         string `json:"os"`
 	Arch       string `json:"arch"`
 	Kernel     string `json:"kernel,omitempty"`
+	// LoadAverage is /proc/loadavg's 1, 5 and 15 minute figures when the run began:
+	// other work on the machine moves every figure, raw ones included.
+	LoadAverage string `json:"loadAverage,omitempty"`
 }
 
 // Result is one scenario's outcome.
@@ -143,8 +146,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Host.Pty {
 		mode = "pty"
 	}
-	fmt.Fprintf(&b, "termhost bench: %s %s (%s, shell %s), %d CPUs, GOMAXPROCS %d, %s %s/%s\n",
-		where, r.Host.URL, mode, r.Host.Shell, r.Machine.CPUs, r.Machine.GOMAXPROCS, r.Machine.GoVersion, r.Machine.OS, r.Machine.Arch)
+	fmt.Fprintf(&b, "termhost bench: %s %s (%s, shell %s), %d CPUs, GOMAXPROCS %d, %s %s/%s, load average %s\n",
+		where, r.Host.URL, mode, r.Host.Shell, r.Machine.CPUs, r.Machine.GOMAXPROCS, r.Machine.GoVersion, r.Machine.OS, r.Machine.Arch, r.Machine.LoadAverage)
 	for _, s := range r.Scenarios {
 		fmt.Fprintf(&b, "\n%s: %s (%.1f s)\n", s.Name, s.Summary, s.Seconds)
 		width := 0

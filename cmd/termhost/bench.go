@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,11 +36,11 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	throughput := byteSize(d.ThroughputBytes)
 	fs.Var(&throughput, "throughput-bytes", "N in head -c N /dev/zero | base64 -w 100 (suffixes kB, MB, GB, KiB, MiB, GiB)")
 	echoKeys := fs.Int("echo-keys", d.EchoKeys, "keystrokes timed by the echo scenario")
-	fanout := byteSize(0)
-	fs.Var(&fanout, "fanout-bytes", "N for each fan-out flood (default --throughput-bytes)")
+	fanout := byteSize(d.FanoutBytes)
+	fs.Var(&fanout, "fanout-bytes", "N for each fan-out flood")
 	fanoutSubs := intList(d.FanoutSubscribers)
 	fs.Var(&fanoutSubs, "fanout-subscribers", "subscriber counts, one fan-out run each")
-	churnCycles := fs.Int("churn-cycles", d.ChurnCycles, "create/run/exit/dispose cycles per churn run")
+	churnCycles := fs.Int("churn-cycles", d.ChurnCycles, "create/run/exit/dispose cycles of the churn run with the most clients (the other runs and the raw spawns do a quarter)")
 	churnClients := intList(d.ChurnClients)
 	fs.Var(&churnClients, "churn-clients", "concurrent clients, one churn run each")
 	idle := fs.Int("idle-terminals", d.IdleTerminals, "idle shells the idle scenario opens")
@@ -81,6 +82,11 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if *scenarioList != "" {
 		cfg.Scenarios = strings.Split(*scenarioList, ",")
+		for _, name := range cfg.Scenarios {
+			if !slices.Contains(bench.Names(), strings.TrimSpace(name)) {
+				return usageError{fmt.Errorf("--scenario: no scenario %q (there are %s)", name, strings.Join(bench.Names(), ", "))}
+			}
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
