@@ -26,8 +26,8 @@ type ConnectionConfig struct {
 	Outbox    *Outbox
 	Principal auth.Principal
 	// Refresh, when set, says who Principal's sign-in is now: the users file may
-	// have revoked its token or changed its role since the socket opened. The grant
-	// gate asks it before every check, so such an edit takes effect at once.
+	// have revoked its token or changed its role since the socket opened. It is
+	// asked before each frame is handled, so such an edit takes effect at once.
 	Refresh func() auth.Principal
 	Info    ServerInfo
 	Home    string
@@ -74,6 +74,12 @@ const requestTimeout = 30 * time.Second
 func (c *connection) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *Frame:
+		// Who is asking is read again for every frame: the users file may have
+		// revoked the token or changed its role since the socket opened, and every
+		// grant check below (c.may or c.cfg.Principal.Can alike) sees that at once.
+		if c.cfg.Refresh != nil {
+			c.cfg.Principal = c.cfg.Refresh()
+		}
 		c.handle(ctx, m.Data)
 		if c.cfg.Done != nil {
 			c.cfg.Done()
@@ -558,11 +564,8 @@ func (c *connection) disposeTerminal(ctx actor.Context, id json.RawMessage, raw 
 }
 
 // may is the one grant gate: whether this connection's principal, as the users file
-// says now, holds grant. A refusal after it names the principal it checked.
+// said when this frame came in, holds grant.
 func (c *connection) may(grant string) bool {
-	if c.cfg.Refresh != nil {
-		c.cfg.Principal = c.cfg.Refresh()
-	}
 	return c.cfg.Principal.Can(grant)
 }
 
@@ -727,6 +730,12 @@ func (c *connection) askSession(ctx actor.Context, id json.RawMessage, m any) {
 }
 
 func (c *connection) listSessions(ctx actor.Context, id json.RawMessage) {
+	// The list shows sessions' titles (a session of commands is titled by its first
+	// command), so it is read with the grant that reads a session.
+	if grant := readGrant("ahp-session:"); !c.may(grant) {
+		c.fail(id, c.refusal(grant))
+		return
+	}
 	f := ctx.RequestFuture(c.cfg.Host, &ListSessions{}, requestTimeout)
 	ctx.ReenterAfter(f, func(res interface{}, err error) {
 		items, ok := res.([]map[string]any)
