@@ -36,7 +36,7 @@ type ConnectionConfig struct {
 	Close func(CloseReason)
 	// Done is called once for every Frame after it was handled, so the reader can
 	// bound how many frames are in flight.
-	Done func()
+	Done func(frameBytes int)
 }
 
 // Frame is one text frame a client sent.
@@ -82,7 +82,7 @@ func (c *connection) Receive(ctx actor.Context) {
 		}
 		c.handle(ctx, m.Data)
 		if c.cfg.Done != nil {
-			c.cfg.Done()
+			c.cfg.Done(len(m.Data))
 		}
 	case *Disconnected:
 		// Unsubscribe follows any Subscribe this actor sent to the same channel, so

@@ -19,6 +19,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/termhost/termhost/actors"
 	"github.com/termhost/termhost/auth"
+	"golang.org/x/sync/semaphore"
 )
 
 // Config is what a Server is made with. Zero values mean the defaults named.
@@ -35,10 +36,13 @@ type Config struct {
 	// MaxFrameBytes is the largest frame a client may send: a big paste into a
 	// terminal fits. Default 4 MiB.
 	MaxFrameBytes int64
-	// OutboxBytes bounds what may wait unsent for one connection. Default 32 MiB.
+	// OutboxBytes bounds what may wait unsent for one connection. Default 16 MiB.
 	OutboxBytes int
 	// WriteTimeout bounds one socket write. Default 30 s.
 	WriteTimeout time.Duration
+	// MaxInFlightBytes bounds the bytes of frames one connection has read and not yet
+	// had handled, so a flood of large frames cannot pile up either. Default 8 MiB.
+	MaxInFlightBytes int64
 	// MaxInFlight bounds the frames one connection has read and not yet had handled,
 	// so a flooding client is slowed by TCP rather than growing a mailbox. Default 64.
 	MaxInFlight int
@@ -70,13 +74,19 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxFrameBytes = 4 << 20
 	}
 	if cfg.OutboxBytes <= 0 {
-		cfg.OutboxBytes = 32 << 20
+		cfg.OutboxBytes = 16 << 20
 	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 30 * time.Second
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 64
+	}
+	if cfg.MaxInFlightBytes <= 0 {
+		cfg.MaxInFlightBytes = 8 << 20
+	}
+	if cfg.MaxInFlightBytes < cfg.MaxFrameBytes {
+		cfg.MaxInFlightBytes = cfg.MaxFrameBytes
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
@@ -258,6 +268,7 @@ func (s *Server) runConnection(reqCtx context.Context, conn *websocket.Conn, p a
 		closeWith(websocket.StatusPolicyViolation, reason)
 	})
 	inFlight := make(chan struct{}, s.cfg.MaxInFlight)
+	inFlightBytes := semaphore.NewWeighted(s.cfg.MaxInFlightBytes)
 	props := actors.NewConnectionProps(actors.ConnectionConfig{
 		Host:      s.host,
 		Journal:   s.journal,
@@ -268,7 +279,10 @@ func (s *Server) runConnection(reqCtx context.Context, conn *websocket.Conn, p a
 		Home:      s.cfg.Host.Home,
 		Logger:    log,
 		Close:     outbox.Finish,
-		Done:      func() { <-inFlight },
+		Done: func(n int) {
+			<-inFlight
+			inFlightBytes.Release(int64(n))
+		},
 	})
 	pid := s.system.Root.Spawn(props)
 	defer s.system.Root.Send(pid, &actors.Disconnected{})
@@ -291,6 +305,9 @@ func (s *Server) runConnection(reqCtx context.Context, conn *websocket.Conn, p a
 		if typ != websocket.MessageText {
 			closeWith(websocket.StatusUnsupportedData, "termhost: send one JSON-RPC message per text frame")
 			continue
+		}
+		if err := inFlightBytes.Acquire(ctx, int64(len(data))); err != nil {
+			return
 		}
 		select {
 		case inFlight <- struct{}{}:
