@@ -478,13 +478,8 @@ type termhostCreateMeta struct {
 }
 
 func (c *connection) createTerminal(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
-	if !c.may(auth.GrantTerminalCreate) {
-		c.fail(id, c.refusal(auth.GrantTerminalCreate))
-		return
-	}
 	var p createTerminalParams
-	if e := decodeParams(raw, &p); e != nil {
-		c.fail(id, e)
+	if !c.admit(id, auth.GrantTerminalCreate, raw, &p) {
 		return
 	}
 	if p.Channel == "" || !strings.Contains(p.Channel, ":") {
@@ -543,13 +538,8 @@ func (c *connection) createTerminal(ctx actor.Context, id json.RawMessage, raw j
 }
 
 func (c *connection) disposeTerminal(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
-	if !c.may(auth.GrantTerminalDispose) {
-		c.fail(id, c.refusal(auth.GrantTerminalDispose))
-		return
-	}
 	var p subscribeParams
-	if e := decodeParams(raw, &p); e != nil {
-		c.fail(id, e)
+	if !c.admit(id, auth.GrantTerminalDispose, raw, &p) {
 		return
 	}
 	delete(c.subscribed, p.Channel)
@@ -561,6 +551,20 @@ func (c *connection) disposeTerminal(ctx actor.Context, id json.RawMessage, raw 
 		}
 		c.reply(id, nil)
 	})
+}
+
+// admit checks a request's grant, then decodes its params into p; it answers the
+// request itself (-32009 or -32602) and reports false when the request goes no further.
+func (c *connection) admit(id json.RawMessage, grant string, raw json.RawMessage, p any) bool {
+	if !c.may(grant) {
+		c.fail(id, c.refusal(grant))
+		return false
+	}
+	if e := decodeParams(raw, p); e != nil {
+		c.fail(id, e)
+		return false
+	}
+	return true
 }
 
 // may is the one grant gate: whether this connection's principal, as the users file
@@ -663,13 +667,8 @@ type createSessionParams struct {
 }
 
 func (c *connection) createSession(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
-	if !c.may(auth.GrantChatSend) {
-		c.fail(id, c.refusal(auth.GrantChatSend))
-		return
-	}
 	var p createSessionParams
-	if e := decodeParams(raw, &p); e != nil {
-		c.fail(id, e)
+	if !c.admit(id, auth.GrantChatSend, raw, &p) {
 		return
 	}
 	if !strings.HasPrefix(p.Channel, "ahp-session:") {
@@ -685,26 +684,16 @@ type createChatParams struct {
 }
 
 func (c *connection) createChat(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
-	if !c.may(auth.GrantChatSend) {
-		c.fail(id, c.refusal(auth.GrantChatSend))
-		return
-	}
 	var p createChatParams
-	if e := decodeParams(raw, &p); e != nil {
-		c.fail(id, e)
+	if !c.admit(id, auth.GrantChatSend, raw, &p) {
 		return
 	}
 	c.askSession(ctx, id, &CreateChat{Session: p.Channel, Chat: p.Chat})
 }
 
 func (c *connection) disposeSession(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
-	if !c.may(auth.GrantChatSend) {
-		c.fail(id, c.refusal(auth.GrantChatSend))
-		return
-	}
 	var p subscribeParams
-	if e := decodeParams(raw, &p); e != nil {
-		c.fail(id, e)
+	if !c.admit(id, auth.GrantChatSend, raw, &p) {
 		return
 	}
 	c.askSession(ctx, id, &DisposeSession{URI: p.Channel})
