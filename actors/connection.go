@@ -55,6 +55,8 @@ type connection struct {
 	// subscribing are channels whose subscribe is on its way: a socket that goes
 	// before the answer must still be taken off them.
 	subscribing map[string]int
+	// gone is set once the socket went: a subscribe answered after that is undone.
+	gone bool
 }
 
 // NewConnectionProps makes the props of a connection actor.
@@ -85,6 +87,7 @@ func (c *connection) Receive(ctx actor.Context) {
 			c.cfg.Done(len(m.Data))
 		}
 	case *Disconnected:
+		c.gone = true
 		// Unsubscribe follows any Subscribe this actor sent to the same channel, so
 		// one still on its way is undone too.
 		for ch := range c.subscribed {
@@ -307,6 +310,10 @@ func (c *connection) collectSnapshots(ctx actor.Context, channels []string, done
 		f := ctx.RequestFuture(c.cfg.Host, &Subscribe{Channel: ch, Sub: c.cfg.Outbox}, requestTimeout)
 		ctx.ReenterAfter(f, func(res interface{}, err error) {
 			c.doneSubscribing(ch)
+			if c.gone {
+				ctx.Send(c.cfg.Host, &Unsubscribe{Channel: ch, Sub: c.cfg.Outbox})
+				return
+			}
 			if r, ok := res.(*SubscribeResult); ok && err == nil && r.Snapshot != nil {
 				snaps = append(snaps, *r.Snapshot)
 				subscribed = append(subscribed, ch)
@@ -344,6 +351,10 @@ func (c *connection) subscribe(ctx actor.Context, id json.RawMessage, raw json.R
 	f := ctx.RequestFuture(c.cfg.Host, &Subscribe{Channel: ch, Sub: c.cfg.Outbox}, requestTimeout)
 	ctx.ReenterAfter(f, func(res interface{}, err error) {
 		c.doneSubscribing(ch)
+		if c.gone {
+			ctx.Send(c.cfg.Host, &Unsubscribe{Channel: ch, Sub: c.cfg.Outbox})
+			return
+		}
 		r, ok := res.(*SubscribeResult)
 		switch {
 		case err != nil || !ok:
