@@ -264,9 +264,6 @@ func (s *session) Receive(ctx actor.Context) {
 			return
 		}
 		s.disposeChat(ctx, c)
-		if err := s.store.DeleteChat(s.uri, c.uri); err != nil {
-			s.opts.Logger.Warn("a disposed chat's kept data could not be removed", "chat", c.uri, "err", err)
-		}
 		delete(s.chats, c.uri)
 		for i, u := range s.order {
 			if u == c.uri {
@@ -276,10 +273,20 @@ func (s *session) Receive(ctx actor.Context) {
 		}
 		s.sessionAction(map[string]any{"type": "session/chatRemoved", "chat": c.uri})
 		s.tellHostChats(ctx)
-		ctx.Respond(&SessionResult{})
+		// What was kept goes once the writes on their way have landed, then the
+		// answer: nothing of the chat is written after its disposal was answered.
+		s.afterWrites(ctx, func() {
+			if err := s.store.DeleteChat(s.uri, c.uri); err != nil {
+				s.opts.Logger.Warn("a disposed chat's kept data could not be removed", "chat", c.uri, "err", err)
+			}
+		})
 	case *DisposeSession:
-		s.dispose(ctx, true)
-		ctx.Respond(&SessionResult{})
+		s.dispose(ctx)
+		s.afterWrites(ctx, func() {
+			if err := s.store.DeleteSession(s.uri); err != nil {
+				s.opts.Logger.Warn("a disposed session's kept data could not be removed", "session", s.uri, "err", err)
+			}
+		})
 		ctx.Stop(ctx.Self())
 	case *Shutdown:
 		s.closed = true
@@ -908,16 +915,24 @@ func (s *session) restore() {
 	}
 }
 
-// dispose ends and unlists the session's terminals; forget also drops what was kept.
-func (s *session) dispose(ctx actor.Context, forget bool) {
+// dispose ends and unlists the session's terminals.
+func (s *session) dispose(ctx actor.Context) {
 	for _, c := range s.chats {
 		s.disposeChat(ctx, c)
 	}
-	if forget {
-		if err := s.store.DeleteSession(s.uri); err != nil {
-			s.opts.Logger.Warn("a disposed session's kept data could not be removed", "session", s.uri, "err", err)
+}
+
+// afterWrites runs then once every write on its way has landed, off the mailbox, and
+// then answers the request being handled with an empty SessionResult.
+func (s *session) afterWrites(ctx actor.Context, then func()) {
+	sender, system, writes := ctx.Sender(), ctx.ActorSystem(), s.writes
+	go func() {
+		writes.Wait()
+		then()
+		if sender != nil {
+			system.Root.Send(sender, &SessionResult{})
 		}
-	}
+	}()
 }
 
 // disposeChat ends and unlists the terminals of a chat's commands.
