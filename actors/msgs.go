@@ -161,7 +161,12 @@ type childrenQuery struct{}
 
 // ScreenQuery asks a terminal about its screen; the answer is a *ScreenInfo. A
 // terminal on pipes has no screen: false for both modes, and WhenAltBuffer settled.
-type ScreenQuery struct{ URI string }
+type ScreenQuery struct {
+	URI string
+	// Text asks for the screen's visible text too, which makes the screen if the
+	// terminal has none yet.
+	Text bool
+}
 
 // ScreenInfo answers ScreenQuery.
 type ScreenInfo struct {

@@ -53,9 +53,13 @@ type terminal struct {
 
 	// Under a pseudoterminal: the headless screen (fed in order on its own goroutine)
 	// and the shell integration's command tracker. Both nil on pipes.
-	scr     *screen.Screen
-	feeder  *screenFeeder
-	tracker *integration.Tracker
+	scr    *screen.Screen
+	feeder *screenFeeder
+	modes  *modeTracker
+	// queryCarry is the unfinished escape at the end of the last chunk, while the
+	// terminal has no screen yet.
+	queryCarry string
+	tracker    *integration.Tracker
 
 	system *actor.ActorSystem
 	// watcher is the session that opened this terminal, if one did.
@@ -157,13 +161,15 @@ func (t *terminal) Receive(ctx actor.Context) {
 	case *childrenQuery:
 		ctx.Respond(ctx.Children())
 	case *ScreenQuery:
-		ctx.Respond(&ScreenInfo{
-			IsPty:          t.usePty,
-			AltBuffer:      t.scr.IsInAltBuffer(),
-			BracketedPaste: t.scr.IsBracketedPasteMode(),
-			WhenAltBuffer:  t.scr.WhenAltBuffer(),
-			Text:           t.scr.Text(),
-		})
+		info := &ScreenInfo{IsPty: t.usePty, WhenAltBuffer: settled}
+		if t.modes != nil {
+			info.AltBuffer, info.BracketedPaste, info.WhenAltBuffer = t.modes.alt, t.modes.paste, t.modes.whenAlt
+		}
+		if m.Text {
+			t.ensureScreen(ctx)
+			info.Text = t.scr.Text()
+		}
+		ctx.Respond(info)
 	}
 }
 
@@ -230,14 +236,29 @@ func (t *terminal) start(ctx actor.Context) {
 	handle := &shellHandle{spec: spec, startErr: dirErr, logger: t.opts.Logger, killGrace: t.opts.KillGrace}
 	t.shell = ctx.Spawn(newShellProps(handle, self))
 	if t.usePty {
-		// The screen's answers to the program's queries (ESC[6n and the like) go back
-		// to its input through the shell actor.
-		system, shellPID := ctx.ActorSystem(), t.shell
-		t.scr = screen.New(cols, rows, func(answer []byte) {
-			system.Root.Send(shellPID, &shellWrite{data: answer})
-		})
-		t.feeder = newScreenFeeder(t.scr)
+		t.modes = newModeTracker()
 	}
+}
+
+// ensureScreen makes the headless screen the first time it is needed: a program asked
+// the terminal something, or a caller wants the screen's text. It is fed what the
+// terminal kept so far (the scrollback), so it stands where a screen fed from the start
+// would, within the 200,000-character cap; an idle shell never pays for one.
+func (t *terminal) ensureScreen(ctx actor.Context) {
+	if t.scr != nil || !t.usePty || t.disposed {
+		return
+	}
+	// The screen's answers to the program's queries (ESC[6n and the like) go back to
+	// its input through the shell actor.
+	system, shellPID := ctx.ActorSystem(), t.shell
+	t.scr = screen.New(*t.state.Cols, *t.state.Rows, func(answer []byte) {
+		system.Root.Send(shellPID, &shellWrite{data: answer})
+	})
+	t.scrollback.Settle(&t.state)
+	for _, p := range t.state.Content {
+		t.scr.Write([]byte(p.Text()))
+	}
+	t.feeder = newScreenFeeder(t.scr)
 }
 
 // prepareIntegration gives a pseudoterminal's shell its nonce and, for a shell with
@@ -364,6 +385,21 @@ func (t *terminal) broadcast(env *messages.Envelope) {
 func (t *terminal) output(ctx actor.Context, data string) {
 	if data == "" || t.disposed {
 		return
+	}
+	if t.modes != nil {
+		t.modes.scan(data)
+		if t.scr == nil {
+			// A query split across two reads is seen whole: the tail from the last
+			// ESC is kept for the next chunk.
+			probe := t.queryCarry + data
+			t.queryCarry = ""
+			if i := strings.LastIndexByte(probe, 0x1b); i >= 0 && len(probe)-i < 32 {
+				t.queryCarry = probe[i:]
+			}
+			if asksTheTerminal(probe) {
+				t.ensureScreen(ctx)
+			}
+		}
 	}
 	if t.feeder != nil {
 		t.feeder.feed([]byte(data))
