@@ -576,26 +576,6 @@ func TestUsersFileTakesEffect(t *testing.T) {
 	}
 }
 
-// nonLoopbackIPv4 is an address of this machine other than loopback, or "".
-func nonLoopbackIPv4() string {
-	ifaces, err := net.Interfaces()
-	if err != nil {
-		return ""
-	}
-	for _, ifc := range ifaces {
-		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		addrs, _ := ifc.Addrs()
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() && !ipn.IP.IsLinkLocalUnicast() {
-				return ipn.IP.String()
-			}
-		}
-	}
-	return ""
-}
-
 // upgradeStatus dials and returns the HTTP status of the upgrade (101 on success).
 func upgradeStatus(t *testing.T, url string, header http.Header) int {
 	t.Helper()
@@ -619,12 +599,13 @@ func upgradeStatus(t *testing.T, url string, header http.Header) int {
 
 // TestNonLoopbackNeedsToken: a host on another address refuses an upgrade without a
 // valid token (401) unless it allows anonymous connections.
+//
+// The host listens on every address (0.0.0.0), which is not loopback, and the test
+// connects through 127.0.0.1: no test traffic leaves the loopback range.
 func TestNonLoopbackNeedsToken(t *testing.T) {
-	ip := nonLoopbackIPv4()
-	if ip == "" {
-		t.Skip("this machine has no non-loopback IPv4 address to listen on")
-	}
+	const ip = "0.0.0.0"
 	h := startHostOn(t, net.JoinHostPort(ip, "0"))
+	h.addr = viaLoopback(t, h.addr)
 	bearer := http.Header{"Authorization": {"Bearer " + h.owner}}
 	for _, tc := range []struct {
 		name   string
@@ -649,6 +630,7 @@ func TestNonLoopbackNeedsToken(t *testing.T) {
 	}
 
 	anon := startHostOn(t, net.JoinHostPort(ip, "0"), withAllowAnonymous())
+	anon.addr = viaLoopback(t, anon.addr)
 	if got := upgradeStatus(t, anon.url(""), nil); got != http.StatusSwitchingProtocols {
 		t.Errorf("no token with --allow-anonymous: status %d, want 101", got)
 	}
@@ -687,4 +669,14 @@ func TestOriginChecked(t *testing.T) {
 	if got := upgradeStatus(t, plain.url(""), origin("https://app.example.com")); got != http.StatusForbidden {
 		t.Errorf("an origin allowed on another host is let in: %d", got)
 	}
+}
+
+// viaLoopback is the loopback address of a listener on every address.
+func viaLoopback(t *testing.T, addr string) string {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", port)
 }
