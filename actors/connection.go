@@ -110,14 +110,7 @@ func (c *connection) doneSubscribing(ch string) {
 	}
 }
 
-func (c *connection) reply(id json.RawMessage, result any) {
-	frame, err := messages.ResponseFrame(id, result)
-	if err != nil {
-		c.cfg.Logger.Error("encoding an answer", "err", err)
-		frame = messages.ErrorFrame(id, messages.Errorf(messages.CodeInternalError, "Internal error"))
-	}
-	c.cfg.Outbox.Send(frame)
-}
+func (c *connection) reply(id json.RawMessage, result any) { c.releaseAnswer(id, result) }
 
 func (c *connection) fail(id json.RawMessage, e *messages.Error) {
 	c.cfg.Outbox.Send(messages.ErrorFrame(id, e))
@@ -267,11 +260,7 @@ func (c *connection) initialize(ctx actor.Context, id json.RawMessage, raw json.
 			// A turn's text that starts with ! runs as a shell command (seed: "Who opens one").
 			"terminalCommandPrefix": "!",
 		}
-		frame, err := messages.ResponseFrame(id, result)
-		if err != nil {
-			frame = messages.ErrorFrame(id, messages.Errorf(messages.CodeInternalError, "Internal error: %v", err))
-		}
-		c.cfg.Outbox.Release(frame, subscribed...)
+		c.releaseAnswer(id, result, subscribed...)
 	})
 }
 
@@ -305,19 +294,10 @@ func (c *connection) collectSnapshots(ctx actor.Context, channels []string, done
 			return
 		}
 		ch := channels[i]
-		c.cfg.Outbox.Hold(ch)
-		c.subscribing[ch]++
-		f := ctx.RequestFuture(c.cfg.Host, &Subscribe{Channel: ch, Sub: c.cfg.Outbox}, requestTimeout)
-		ctx.ReenterAfter(f, func(res interface{}, err error) {
-			c.doneSubscribing(ch)
-			if c.gone {
-				ctx.Send(c.cfg.Host, &Unsubscribe{Channel: ch, Sub: c.cfg.Outbox})
-				return
-			}
-			if r, ok := res.(*SubscribeResult); ok && err == nil && r.Snapshot != nil {
-				snaps = append(snaps, *r.Snapshot)
+		c.subscribeHeld(ctx, ch, func(snap *messages.Snapshot, e *messages.Error) {
+			if e == nil {
+				snaps = append(snaps, *snap)
 				subscribed = append(subscribed, ch)
-				c.subscribed[ch] = true
 			} else {
 				c.cfg.Outbox.Release(nil, ch)
 			}
@@ -325,6 +305,44 @@ func (c *connection) collectSnapshots(ctx actor.Context, channels []string, done
 		})
 	}
 	next(0)
+}
+
+// subscribeHeld subscribes this connection to ch with its frames held in the outbox,
+// and calls then with the snapshot or the error for the client; then must release ch.
+// A socket that went meanwhile has the subscription undone, and then is not called.
+func (c *connection) subscribeHeld(ctx actor.Context, ch string, then func(*messages.Snapshot, *messages.Error)) {
+	c.cfg.Outbox.Hold(ch)
+	c.subscribing[ch]++
+	f := ctx.RequestFuture(c.cfg.Host, &Subscribe{Channel: ch, Sub: c.cfg.Outbox}, requestTimeout)
+	ctx.ReenterAfter(f, func(res interface{}, err error) {
+		c.doneSubscribing(ch)
+		if c.gone {
+			ctx.Send(c.cfg.Host, &Unsubscribe{Channel: ch, Sub: c.cfg.Outbox})
+			return
+		}
+		r, ok := res.(*SubscribeResult)
+		switch {
+		case err != nil || !ok:
+			then(nil, messages.Errorf(messages.CodeInternalError, "Internal error: no answer from %s", ch))
+		case r.Err != nil:
+			then(nil, r.Err)
+		default:
+			c.subscribed[ch] = true
+			then(r.Snapshot, nil)
+		}
+	})
+}
+
+// releaseAnswer queues the answer to request id (result, or an internal error if it
+// does not encode), then the frames held for channels.
+func (c *connection) releaseAnswer(id json.RawMessage, result any, channels ...string) {
+	frame, err := messages.ResponseFrame(id, result)
+	if err != nil {
+		// Every answer the host makes encodes; this is a bug, not bad input.
+		c.cfg.Logger.Error("encoding an answer", "err", err)
+		frame = messages.ErrorFrame(id, messages.Errorf(messages.CodeInternalError, "Internal error: %v", err))
+	}
+	c.cfg.Outbox.Release(frame, channels...)
 }
 
 type subscribeParams struct {
@@ -346,29 +364,12 @@ func (c *connection) subscribe(ctx actor.Context, id json.RawMessage, raw json.R
 		return
 	}
 	ch := p.Channel
-	c.cfg.Outbox.Hold(ch)
-	c.subscribing[ch]++
-	f := ctx.RequestFuture(c.cfg.Host, &Subscribe{Channel: ch, Sub: c.cfg.Outbox}, requestTimeout)
-	ctx.ReenterAfter(f, func(res interface{}, err error) {
-		c.doneSubscribing(ch)
-		if c.gone {
-			ctx.Send(c.cfg.Host, &Unsubscribe{Channel: ch, Sub: c.cfg.Outbox})
+	c.subscribeHeld(ctx, ch, func(snap *messages.Snapshot, e *messages.Error) {
+		if e != nil {
+			c.cfg.Outbox.Release(messages.ErrorFrame(id, e), ch)
 			return
 		}
-		r, ok := res.(*SubscribeResult)
-		switch {
-		case err != nil || !ok:
-			c.cfg.Outbox.Release(messages.ErrorFrame(id, messages.Errorf(messages.CodeInternalError, "Internal error: no answer from %s", ch)), ch)
-		case r.Err != nil:
-			c.cfg.Outbox.Release(messages.ErrorFrame(id, r.Err), ch)
-		default:
-			c.subscribed[ch] = true
-			frame, err := messages.ResponseFrame(id, map[string]any{"snapshot": r.Snapshot})
-			if err != nil {
-				frame = messages.ErrorFrame(id, messages.Errorf(messages.CodeInternalError, "Internal error: %v", err))
-			}
-			c.cfg.Outbox.Release(frame, ch)
-		}
+		c.releaseAnswer(id, map[string]any{"snapshot": snap}, ch)
 	})
 }
 
@@ -429,11 +430,7 @@ func (c *connection) reconnect(ctx actor.Context, id json.RawMessage, raw json.R
 		} else {
 			result = map[string]any{"type": "snapshot", "snapshots": snaps}
 		}
-		frame, err := messages.ResponseFrame(id, result)
-		if err != nil {
-			frame = messages.ErrorFrame(id, messages.Errorf(messages.CodeInternalError, "Internal error: %v", err))
-		}
-		c.cfg.Outbox.Release(frame, subscribed...)
+		c.releaseAnswer(id, result, subscribed...)
 	})
 }
 
@@ -649,13 +646,11 @@ func (c *connection) notification(ctx actor.Context, method string, raw json.Raw
 			if err != nil {
 				reason = "the action is malformed: " + describeJSONError(err)
 			}
-			env := &messages.Envelope{Channel: p.Channel, Action: validRaw(p.Action), Origin: &origin, RejectionReason: reason, ServerSeq: c.cfg.Journal.Next()}
-			c.cfg.Outbox.Deliver(p.Channel, messages.EnvelopeFrame(env))
+			c.cfg.Journal.Reject(c.cfg.Outbox, p.Channel, validRaw(p.Action), origin, reason)
 			return
 		}
 		if grant := actionGrant(a.Type); grant != "" && !c.may(grant) {
-			env := &messages.Envelope{Channel: p.Channel, Action: p.Action, Origin: &origin, RejectionReason: c.cfg.Principal.Refusal(grant), ServerSeq: c.cfg.Journal.Next()}
-			c.cfg.Outbox.Deliver(p.Channel, messages.EnvelopeFrame(env))
+			c.cfg.Journal.Reject(c.cfg.Outbox, p.Channel, p.Action, origin, c.cfg.Principal.Refusal(grant))
 			return
 		}
 		ctx.Send(c.cfg.Host, &Dispatch{Channel: p.Channel, Action: &a, Raw: p.Action, Origin: origin, Sub: c.cfg.Outbox})

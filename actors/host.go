@@ -408,9 +408,7 @@ func (h *host) dispatch(ctx actor.Context, m *Dispatch) {
 func isAbs(p string) bool { return len(p) > 0 && p[0] == '/' }
 
 func (h *host) reject(m *Dispatch, reason string) {
-	origin := m.Origin
-	env := &messages.Envelope{Channel: m.Channel, Action: m.Raw, Origin: &origin, RejectionReason: reason, ServerSeq: h.journal.Next()}
-	m.Sub.Deliver(m.Channel, messages.EnvelopeFrame(env))
+	h.journal.Reject(m.Sub, m.Channel, m.Raw, m.Origin, reason)
 }
 
 func (h *host) publishTerminals(ctx actor.Context) {

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"encoding/json"
 	"sync"
 
 	"github.com/termhost/termhost/messages"
@@ -49,6 +50,14 @@ func (j *Journal) Next() uint64 {
 	defer j.mu.Unlock()
 	j.seq++
 	return j.seq
+}
+
+// Reject echoes a client's dispatch to its sender alone, with the reason it was
+// refused. The echo takes a serverSeq, as every envelope must carry one, but is not
+// recorded for replay: nobody else saw it, and reducers do not apply it.
+func (j *Journal) Reject(to Subscriber, channel string, action json.RawMessage, origin messages.Origin, reason string) {
+	env := &messages.Envelope{Channel: channel, Action: action, Origin: &origin, RejectionReason: reason, ServerSeq: j.Next()}
+	to.Deliver(channel, messages.EnvelopeFrame(env))
 }
 
 // Stamp gives env the next serverSeq, encodes it, and records it for replay.

@@ -552,9 +552,7 @@ func (s *session) dispatch(ctx actor.Context, m *Dispatch) {
 }
 
 func (s *session) rejectTo(m *Dispatch, reason string) {
-	origin := m.Origin
-	env := &messages.Envelope{Channel: m.Channel, Action: m.Raw, Origin: &origin, RejectionReason: reason, ServerSeq: s.journal.Next()}
-	m.Sub.Deliver(m.Channel, messages.EnvelopeFrame(env))
+	s.journal.Reject(m.Sub, m.Channel, m.Raw, m.Origin, reason)
 }
 
 // commandOf is the shell command a turn's text asks for: text after a leading `!`.

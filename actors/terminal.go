@@ -449,9 +449,7 @@ func (t *terminal) maybeAnnounceExit(ctx actor.Context) {
 }
 
 func (t *terminal) reject(m *Dispatch, reason string) {
-	origin := m.Origin
-	env := &messages.Envelope{Channel: t.uri, Action: m.Raw, Origin: &origin, RejectionReason: reason, ServerSeq: t.journal.Next()}
-	m.Sub.Deliver(t.uri, messages.EnvelopeFrame(env))
+	t.journal.Reject(m.Sub, t.uri, m.Raw, m.Origin, reason)
 }
 
 func (t *terminal) dispatch(ctx actor.Context, m *Dispatch) {
