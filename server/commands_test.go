@@ -238,8 +238,11 @@ func TestBangCommandInteractive(t *testing.T) {
 	if call.PastTenseMessage != "Command opened an interactive terminal" {
 		t.Fatalf("alt screen: %+v", call)
 	}
+	// The next command gets a shell of its own and runs as usual.
 	call = c.waitCompleted(chat, c.say(chat, "!echo under-a-pty"))
-	_ = call
+	if !call.Success || call.PastTenseMessage != "Ran command" || !call.Content[0].IsPty || !strings.Contains(call.Content[0].Result.Preview, "under-a-pty") {
+		t.Fatalf("a command after the interactive one: %+v", call)
+	}
 }
 
 func TestQueuedAndConcurrentCommands(t *testing.T) {

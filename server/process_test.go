@@ -85,8 +85,16 @@ func TestExitComesAfterAllOutput(t *testing.T) {
 			if n := c.countActions(uri, messages.TerminalExited); n != 1 {
 				t.Fatalf("terminal/exited came %d times", n)
 			}
-			last := c.seen[len(c.seen)-1]
-			_ = last
+			exited := false
+			for _, n := range c.seen {
+				if e := n.Envelope; e != nil && e.Channel == uri {
+					if e.Type == messages.TerminalExited {
+						exited = true
+					} else if exited && e.Type == messages.TerminalData {
+						t.Fatal("output arrived after terminal/exited")
+					}
+				}
+			}
 		})
 	}
 }
