@@ -358,3 +358,22 @@ func (e *env) dialCtl(ctx context.Context, label string) (*ctl, error) {
 }
 
 func (e *env) machineCPUs() int { return runtime.NumCPU() }
+
+// dialCtls opens n control connections labelled prefix-0…; closeAll closes those that
+// opened, and is safe to defer even when an error is returned.
+func (e *env) dialCtls(ctx context.Context, prefix string, n int) (ctls []*ctl, closeAll func(), err error) {
+	ctls = make([]*ctl, 0, n)
+	closeAll = func() {
+		for _, k := range ctls {
+			k.Close()
+		}
+	}
+	for i := 0; i < n; i++ {
+		k, err := e.dialCtl(ctx, fmt.Sprintf("%s-%d", prefix, i))
+		if err != nil {
+			return ctls, closeAll, err
+		}
+		ctls = append(ctls, k)
+	}
+	return ctls, closeAll, nil
+}

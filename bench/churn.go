@@ -38,20 +38,10 @@ func runChurn(ctx context.Context, e *env, r *Result) error {
 	// The connections are opened before the "before" counts and closed after the
 	// "after" ones, so what they hold is in both.
 	most := slices.Max(e.sizes.ChurnClients)
-	ctls := make([]*ctl, most)
-	defer func() {
-		for _, k := range ctls {
-			if k != nil {
-				k.Close()
-			}
-		}
-	}()
-	for i := range ctls {
-		k, err := e.dialCtl(ctx, fmt.Sprintf("churn-%d", i))
-		if err != nil {
-			return err
-		}
-		ctls[i] = k
+	ctls, closeCtls, err := e.dialCtls(ctx, "churn", most)
+	defer closeCtls()
+	if err != nil {
+		return err
 	}
 	// One cycle first, so what the host creates once (a first actor, a first pty)
 	// is not counted as growth.

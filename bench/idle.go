@@ -39,20 +39,10 @@ func runIdle(ctx context.Context, e *env, r *Result) error {
 		r.note("raw idle shells failed: %v", rawErr)
 	}
 
-	ctls := make([]*ctl, idleWorkers)
-	defer func() {
-		for _, k := range ctls {
-			if k != nil {
-				k.Close()
-			}
-		}
-	}()
-	for i := range ctls {
-		k, err := e.dialCtl(ctx, fmt.Sprintf("idle-%d", i))
-		if err != nil {
-			return err
-		}
-		ctls[i] = k
+	ctls, closeCtls, err := e.dialCtls(ctx, "idle", idleWorkers)
+	defer closeCtls()
+	if err != nil {
+		return err
 	}
 	uris := make([]string, n)
 	for i := range uris {
@@ -85,7 +75,7 @@ func runIdle(ctx context.Context, e *env, r *Result) error {
 		runtime.ReadMemStats(&heapBefore)
 	}
 	start := time.Now()
-	err := e.parallel(ctx, ctls, n, "idle: opening", func(ctx context.Context, k *ctl, i int) error {
+	err = e.parallel(ctx, ctls, n, "idle: opening", func(ctx context.Context, k *ctl, i int) error {
 		// createTerminal answers once the shell has printed its prompt.
 		if err := k.create(ctx, uris[i], ""); err != nil {
 			return err
