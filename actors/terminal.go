@@ -27,11 +27,12 @@ const (
 // clients' reducer), the capped scrollback, the subscribers, and supervises the shell
 // actor that owns the process.
 type terminal struct {
-	opts      Options
-	journal   *Journal
-	hostPID   *actor.PID
-	create    *CreateTerminal
-	shellPath string
+	opts    Options
+	journal *Journal
+	hostPID *actor.PID
+	create  *CreateTerminal
+	// configShell is root config's defaultShell when this machine can run it.
+	configShell string
 
 	uri        string
 	state      messages.TerminalState
@@ -39,7 +40,6 @@ type terminal struct {
 	subs       map[Subscriber]bool
 	shell      *actor.PID
 	usePty     bool
-	pid        int
 
 	listed       bool
 	createWaiter *actor.PID
@@ -68,7 +68,7 @@ type terminal struct {
 
 func newTerminalProps(opts Options, journal *Journal, hostPID *actor.PID, m *CreateTerminal, defaultShell string) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &terminal{opts: opts, journal: journal, hostPID: hostPID, create: m, shellPath: defaultShell, uri: m.URI, subs: map[Subscriber]bool{}}
+		return &terminal{opts: opts, journal: journal, hostPID: hostPID, create: m, configShell: defaultShell, uri: m.URI, subs: map[Subscriber]bool{}}
 	}, actor.WithSupervisor(shellSupervisor()))
 }
 
@@ -99,7 +99,6 @@ func (t *terminal) Receive(ctx actor.Context) {
 	case *Dispatch:
 		t.dispatch(ctx, m)
 	case *shellStarted:
-		t.pid = m.pid
 		if !t.usePty {
 			// A shell on pipes prints nothing until it is given something to run, so it
 			// is listed at once (seed: "Who opens one").
@@ -190,7 +189,7 @@ func (t *terminal) start(ctx actor.Context) {
 	cols, rows, _ := clampSize(m.Cols, m.Rows)
 	shellPath := m.Spec.Shell
 	if shellPath == "" {
-		shellPath = t.shellPath
+		shellPath = t.configShell
 	}
 	if shellPath == "" {
 		shellPath = t.opts.DefaultShell
