@@ -162,7 +162,7 @@ func (s *shell) release() {
 // One decoder for the one stream, so a character split across reads arrives whole.
 func readOutput(system *actor.ActorSystem, term *actor.PID, out io.Reader) {
 	var dec pty.UTF8Decoder
-	buf := make([]byte, 32*1024)
+	buf := make([]byte, 64*1024)
 	for {
 		n, err := out.Read(buf)
 		if n > 0 {

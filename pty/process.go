@@ -332,7 +332,7 @@ func newProcess(cmd *exec.Cmd, isPty bool, out, in *os.File) *process {
 func (p *process) Pid() int    { return p.pid }
 func (p *process) IsPty() bool { return p.isPty }
 func (p *process) Output() io.Reader {
-	return outputReader{p.out}
+	return outputReader{newBatchReader(p.out)}
 }
 
 func (p *process) Write(b []byte) (int, error) {
@@ -396,10 +396,10 @@ func (p *process) Close() error {
 }
 
 // outputReader is the one place the end of the output is recognised.
-type outputReader struct{ f *os.File }
+type outputReader struct{ r batchReader }
 
 func (r outputReader) Read(b []byte) (int, error) {
-	n, err := r.f.Read(b)
+	n, err := r.r.Read(b)
 	switch {
 	case err == nil || err == io.EOF:
 	case errors.Is(err, syscall.EIO):
