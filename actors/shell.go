@@ -98,9 +98,16 @@ func (s *shell) process() pty.Process {
 }
 
 func (s *shell) inputPump() *inputPump {
-	s.handle.mu.Lock()
-	defer s.handle.mu.Unlock()
-	return s.handle.input
+	return s.handle.inputPump()
+}
+
+func (h *shellHandle) inputPump() *inputPump {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.input
 }
 
 // start starts the process, or, after a restart, finds it already running: the reader
@@ -180,30 +187,69 @@ func readOutput(system *actor.ActorSystem, term *actor.PID, out io.Reader) {
 	}
 }
 
-// inputPump writes input to the process on its own goroutine, so a child that does
-// not read its input never blocks the shell actor's mailbox.
+// inputPump writes input to the process. A write the process can take at once is
+// made by the caller (a keystroke goes straight to the terminal, with no hand-off);
+// what it cannot take yet is queued for the pump's own goroutine, so a child that
+// does not read its input never blocks the shell actor's or the terminal's mailbox.
 type inputPump struct {
 	w      io.Writer
+	try    tryWriter // w's non-blocking write, or nil: everything goes through the queue
 	logger *slog.Logger
 
-	mu     sync.Mutex // guards queue and closed
-	queue  [][]byte
-	closed bool
-	wake   chan struct{}
+	mu      sync.Mutex // guards queue, writing and closed
+	queue   [][]byte
+	writing bool // a write is under way, by the pump or a caller; the next waits
+	closed  bool
+	wake    chan struct{}
+}
+
+// tryWriter writes what it can without waiting; it reports a full buffer as
+// syscall.EAGAIN with the count written so far.
+type tryWriter interface {
+	TryWrite(b []byte) (int, error)
 }
 
 func newInputPump(w io.Writer, logger *slog.Logger) *inputPump {
 	p := &inputPump{w: w, logger: logger, wake: make(chan struct{}, 1)}
+	p.try, _ = w.(tryWriter)
 	go p.run()
 	return p
 }
 
 func (p *inputPump) push(b []byte) {
 	p.mu.Lock()
-	if !p.closed {
-		p.queue = append(p.queue, b)
+	if p.closed {
+		p.mu.Unlock()
+		return
 	}
+	if p.try == nil || p.writing || len(p.queue) > 0 {
+		p.queue = append(p.queue, b)
+		p.mu.Unlock()
+		p.signal()
+		return
+	}
+	p.writing = true
 	p.mu.Unlock()
+
+	n, err := p.try.TryWrite(b)
+	if err != nil && !errors.Is(err, syscall.EAGAIN) {
+		p.logWriteError(err)
+		n = len(b) // the process is gone or refuses input; the rest would fail too
+	}
+
+	p.mu.Lock()
+	p.writing = false
+	if n < len(b) && !p.closed {
+		p.queue = append([][]byte{b[n:]}, p.queue...)
+	}
+	queued := len(p.queue) > 0
+	p.mu.Unlock()
+	if queued {
+		p.signal()
+	}
+}
+
+func (p *inputPump) signal() {
 	select {
 	case p.wake <- struct{}{}:
 	default:
@@ -215,10 +261,7 @@ func (p *inputPump) close() {
 	p.closed = true
 	p.queue = nil
 	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
+	p.signal()
 }
 
 func (p *inputPump) run() {
@@ -229,18 +272,27 @@ func (p *inputPump) run() {
 				p.mu.Unlock()
 				return
 			}
-			if len(p.queue) == 0 {
+			if len(p.queue) == 0 || p.writing {
+				// A caller writing now signals again when it leaves anything queued.
 				p.mu.Unlock()
 				break
 			}
 			b := p.queue[0]
 			p.queue = p.queue[1:]
+			p.writing = true
 			p.mu.Unlock()
 			if _, err := p.w.Write(b); err != nil {
-				if !errors.Is(err, io.ErrClosedPipe) {
-					p.logger.Debug("input write failed", "err", err)
-				}
+				p.logWriteError(err)
 			}
+			p.mu.Lock()
+			p.writing = false
+			p.mu.Unlock()
 		}
+	}
+}
+
+func (p *inputPump) logWriteError(err error) {
+	if !errors.Is(err, io.ErrClosedPipe) {
+		p.logger.Debug("input write failed", "err", err)
 	}
 }

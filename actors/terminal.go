@@ -62,6 +62,9 @@ type terminal struct {
 	tracker    *integration.Tracker
 
 	system *actor.ActorSystem
+	// handle is the shell actor's process and input pump; typed input goes to the
+	// pump directly (see send), everything else through the shell actor.
+	handle *shellHandle
 	// watcher is the session that opened this terminal, if one did.
 	watcher *actor.PID
 }
@@ -232,8 +235,8 @@ func (t *terminal) start(ctx actor.Context) {
 		t.listTimer = time.AfterFunc(t.opts.ListTimeout, func() { ctx.ActorSystem().Root.Send(self, &listTimeout{}) })
 		t.prepareIntegration(&spec)
 	}
-	handle := &shellHandle{spec: spec, startErr: dirErr, logger: t.opts.Logger, killGrace: t.opts.KillGrace}
-	t.shell = ctx.Spawn(newShellProps(handle, self))
+	t.handle = &shellHandle{spec: spec, startErr: dirErr, logger: t.opts.Logger, killGrace: t.opts.KillGrace}
+	t.shell = ctx.Spawn(newShellProps(t.handle, self))
 	if t.usePty {
 		t.modes = newModeTracker()
 	}
@@ -545,7 +548,7 @@ func (t *terminal) writeInput(ctx actor.Context, data string) {
 		if t.tracker != nil {
 			t.tracker.Input(data)
 		}
-		ctx.Send(t.shell, &shellWrite{data: []byte(data)})
+		t.send(ctx, []byte(data))
 		return
 	}
 	var b strings.Builder
@@ -553,7 +556,7 @@ func (t *terminal) writeInput(ctx actor.Context, data string) {
 		switch c := data[i]; c {
 		case 0x03:
 			if b.Len() > 0 {
-				ctx.Send(t.shell, &shellWrite{data: []byte(b.String())})
+				t.send(ctx, []byte(b.String()))
 				b.Reset()
 			}
 			ctx.Send(t.shell, &shellInterrupt{})
@@ -567,8 +570,20 @@ func (t *terminal) writeInput(ctx actor.Context, data string) {
 		}
 	}
 	if b.Len() > 0 {
-		ctx.Send(t.shell, &shellWrite{data: []byte(b.String())})
+		t.send(ctx, []byte(b.String()))
 	}
+}
+
+// send writes input to the process through its pump, skipping the shell actor's
+// mailbox: the terminal is the pump's one typing caller, so the order holds. Before
+// the shell has started there is no pump yet, and the write queues in the shell
+// actor's mailbox behind its start.
+func (t *terminal) send(ctx actor.Context, b []byte) {
+	if in := t.handle.inputPump(); in != nil {
+		in.push(b)
+		return
+	}
+	ctx.Send(t.shell, &shellWrite{data: b})
 }
 
 func (t *terminal) dispose(ctx actor.Context) {

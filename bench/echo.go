@@ -46,7 +46,7 @@ func runEcho(ctx context.Context, e *env, r *Result) error {
 	if err != nil {
 		return err
 	}
-	hostTimes, err := e.hostEcho(ctx, keys)
+	hostTimes, pings, err := e.hostEcho(ctx, keys)
 	if err != nil {
 		return err
 	}
@@ -56,15 +56,18 @@ func runEcho(ctx context.Context, e *env, r *Result) error {
 	f.target("≤ 1.5 × raw", f.Ratio != nil && *f.Ratio <= 1.5)
 	r.add(Figure{Name: "round trip, p99", Value: hp.Seconds(), Unit: UnitSeconds}).withRaw(rp.Seconds())
 	r.add(Figure{Name: "round trip, max", Value: slices.Max(hostTimes).Seconds(), Unit: UnitSeconds}).withRaw(slices.Max(rawTimes).Seconds())
+	// What the WebSocket and the connection cost with no terminal in the way: the
+	// floor under the keystroke's round trip.
+	r.add(Figure{Name: "ping round trip, median", Value: percentile(pings, 0.5).Seconds(), Unit: UnitSeconds})
 	e.noteShared(r)
 	return nil
 }
 
 // hostEcho times keystrokes through a terminal on the host.
-func (e *env) hostEcho(ctx context.Context, keys int) ([]time.Duration, error) {
+func (e *env) hostEcho(ctx context.Context, keys int) (times, pings []time.Duration, err error) {
 	k, err := e.dialCtl(ctx, "echo")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer k.Close()
 	wctx, cancel := e.waitCtx(ctx)
@@ -72,7 +75,7 @@ func (e *env) hostEcho(ctx context.Context, keys int) ([]time.Duration, error) {
 	uri := e.uri("echo", 0)
 	w := k.watch(uri)
 	if err := k.create(wctx, uri, e.echoCommand()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() {
 		dctx, cancel := e.waitCtx(context.WithoutCancel(ctx))
@@ -81,20 +84,20 @@ func (e *env) hostEcho(ctx context.Context, keys int) ([]time.Duration, error) {
 	}()
 	st, err := k.subscribe(wctx, uri)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// cat is running once "ready" is out (the snapshot, or data after it).
 	seen := contentText(st)
 	for !strings.Contains(seen, "ready") {
 		env, err := nextEnvelope(wctx, k, w)
 		if err != nil {
-			return nil, fmt.Errorf("waiting for cat: %w (saw %q)", err, seen)
+			return nil, nil, fmt.Errorf("waiting for cat: %w (saw %q)", err, seen)
 		}
 		if d := envelopeData(env); d != "" {
 			seen += d
 		}
 	}
-	times := make([]time.Duration, 0, keys)
+	times = make([]time.Duration, 0, keys)
 	var sent atomic.Int64
 	stop := e.prog.every(func() string { return fmt.Sprintf("echo: %d of %d keystrokes", sent.Load(), keys+echoWarmup) })
 	defer stop()
@@ -103,15 +106,15 @@ func (e *env) hostEcho(ctx context.Context, keys int) ([]time.Duration, error) {
 		key := string(keyFor(i))
 		start := time.Now()
 		if err := k.input(wctx, uri, key); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for {
 			env, err := nextEnvelope(wctx, k, w)
 			if err != nil {
-				return nil, fmt.Errorf("keystroke %d: %w", i, err)
+				return nil, nil, fmt.Errorf("keystroke %d: %w", i, err)
 			}
 			if env.RejectionReason != "" {
-				return nil, fmt.Errorf("keystroke %d was refused: %s", i, env.RejectionReason)
+				return nil, nil, fmt.Errorf("keystroke %d was refused: %s", i, env.RejectionReason)
 			}
 			if strings.Contains(envelopeData(env), key) {
 				break
@@ -121,7 +124,15 @@ func (e *env) hostEcho(ctx context.Context, keys int) ([]time.Duration, error) {
 			times = append(times, time.Since(start))
 		}
 	}
-	return times, nil
+	pings = make([]time.Duration, 0, keys)
+	for range keys {
+		start := time.Now()
+		if _, err := k.Request(wctx, "ping", nil); err != nil {
+			return nil, nil, fmt.Errorf("ping: %w", err)
+		}
+		pings = append(pings, time.Since(start))
+	}
+	return times, pings, nil
 }
 
 // rawEcho times keystrokes through cat on a local pseudoterminal (or pipes).

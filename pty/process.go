@@ -339,6 +339,40 @@ func (p *process) Write(b []byte) (int, error) {
 	return p.in.Write(b)
 }
 
+// TryWrite writes what the terminal or pipe takes now and returns; a full buffer is
+// syscall.EAGAIN with the count written so far. It lets a keystroke reach the child
+// from the caller's goroutine, where Write would park the caller on a full buffer.
+func (p *process) TryWrite(b []byte) (int, error) {
+	rc, err := p.in.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	var werr error
+	if err := rc.Control(func(fd uintptr) {
+		for total < len(b) {
+			n, err := syscall.Write(int(fd), b[total:])
+			if n > 0 {
+				total += n
+			}
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil {
+				werr = err
+				return
+			}
+			if n == 0 {
+				werr = syscall.EAGAIN
+				return
+			}
+		}
+	}); err != nil {
+		return total, err
+	}
+	return total, werr
+}
+
 func (p *process) Resize(cols, rows int) error {
 	if !p.isPty {
 		return nil
