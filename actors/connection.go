@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -346,7 +347,23 @@ func (c *connection) releaseAnswer(id json.RawMessage, result any, channels ...s
 }
 
 type subscribeParams struct {
-	Channel string `json:"channel"`
+	Channel  string `json:"channel"`
+	Delivery *struct {
+		MaxLatencyMs *float64 `json:"maxLatencyMs"`
+	} `json:"delivery"`
+}
+
+// latency is the subscriber's delivery.maxLatencyMs (PROTOCOL.md 3: terminal/data
+// may be coalesced for up to that long), or an error for a value that is not one.
+func (p *subscribeParams) latency() (time.Duration, *messages.Error) {
+	if p.Delivery == nil || p.Delivery.MaxLatencyMs == nil {
+		return 0, nil
+	}
+	ms := *p.Delivery.MaxLatencyMs
+	if ms < 0 || math.IsNaN(ms) {
+		return 0, messages.Errorf(messages.CodeInvalidParams, "Invalid params: delivery.maxLatencyMs must be a number of milliseconds, 0 or more")
+	}
+	return time.Duration(min(ms, float64(time.Hour/time.Millisecond)) * float64(time.Millisecond)), nil
 }
 
 func (c *connection) subscribe(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
@@ -359,6 +376,11 @@ func (c *connection) subscribe(ctx actor.Context, id json.RawMessage, raw json.R
 		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel is required"))
 		return
 	}
+	latency, e := p.latency()
+	if e != nil {
+		c.fail(id, e)
+		return
+	}
 	if grant := readGrant(p.Channel); p.Channel != messages.RootURI && !c.may(grant) {
 		c.fail(id, c.refusal(grant))
 		return
@@ -369,6 +391,7 @@ func (c *connection) subscribe(ctx actor.Context, id json.RawMessage, raw json.R
 			c.cfg.Outbox.Release(messages.ErrorFrame(id, e), ch)
 			return
 		}
+		c.cfg.Outbox.SetLatency(ch, latency)
 		c.releaseAnswer(id, map[string]any{"snapshot": snap}, ch)
 	})
 }
@@ -628,6 +651,7 @@ func (c *connection) notification(ctx actor.Context, method string, raw json.Raw
 		var p subscribeParams
 		if decodeParams(raw, &p) == nil && c.subscribed[p.Channel] {
 			delete(c.subscribed, p.Channel)
+			c.cfg.Outbox.SetLatency(p.Channel, 0)
 			ctx.Send(c.cfg.Host, &Unsubscribe{Channel: p.Channel, Sub: c.cfg.Outbox})
 		}
 	case "dispatchAction":

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/termhost/termhost/messages"
 )
@@ -26,18 +27,48 @@ const (
 // maxMergedFrame caps a frame built by merging queued terminal/data.
 const maxMergedFrame = 1 << 20
 
-// Outbox is one connection's outbound queue: producers append frames and never wait;
-// one writer goroutine takes them in order. It is bounded in bytes: a connection whose
-// pending bytes pass MaxBytes is closed with ReasonSlowConsumer rather than holding
-// memory without bound or slowing a shell other people share.
-type Outbox struct {
-	maxBytes int
-	onClose  func(CloseReason)
+// maxLatency caps a subscriber's delivery.maxLatencyMs: output held longer than this
+// would look like a hung terminal, and the queue's bounds apply meanwhile anyway.
+const maxLatency = time.Second
 
-	mu      sync.Mutex // guards the fields below; never held across I/O
-	frames  [][]byte
-	pending int
-	held    map[string][][]byte // channels waiting for their subscribe answer
+// OutboxLimits bound one connection's queue.
+type OutboxLimits struct {
+	// Bytes is the most that may wait unsent; past it the connection is closed at
+	// once, so a connection's memory has a hard bound.
+	Bytes int
+	// ChannelBytes is how far one channel may fall behind: past a terminal's
+	// scrollback cap, a fresh snapshot carries less than the backlog. A connection
+	// that stays past it for longer than Grace is closed. 0 means no such limit.
+	ChannelBytes int
+	// Grace is how long a connection may stay past ChannelBytes: a burst a client
+	// catches up with is not a slow client.
+	Grace time.Duration
+}
+
+// Outbox is one connection's outbound queue: producers append frames and never wait;
+// one writer goroutine takes them in order. It is bounded in bytes (OutboxLimits): a
+// connection that falls too far behind is closed with ReasonSlowConsumer rather than
+// holding memory without bound or slowing a shell other people share.
+//
+// A channel subscribed with delivery.maxLatencyMs may have its terminal/data held for
+// up to that long, so adjacent output is merged into fewer, larger frames; anything
+// else queued sends everything before it at once, so order never changes.
+type Outbox struct {
+	limits  OutboxLimits
+	onClose func(CloseReason)
+
+	mu        sync.Mutex // guards the fields below; never held across I/O
+	frames    [][]byte
+	pending   int
+	byChannel map[string]int      // pending bytes per channel
+	held      map[string][][]byte // channels waiting for their subscribe answer
+	latency   map[string]time.Duration
+	// dueNow says a queued frame is to go at once; otherwise due is when the
+	// earliest held terminal/data must go (zero with nothing queued).
+	dueNow bool
+	due    time.Time
+	// behindSince is when a channel first went past ChannelBytes, zero while none is.
+	behindSince time.Time
 	// tailOwned says the last queued frame was made by a merge here, so it is this
 	// outbox's own and the next merge may append to it in place.
 	tailOwned bool
@@ -51,10 +82,29 @@ type Finished struct{ Reason CloseReason }
 
 func (f *Finished) Error() string { return string(f.Reason) }
 
-// NewOutbox makes a queue bounded at maxBytes pending; onClose runs once, outside the
-// lock, when the outbox closes itself because of a limit.
-func NewOutbox(maxBytes int, onClose func(CloseReason)) *Outbox {
-	return &Outbox{maxBytes: maxBytes, onClose: onClose, held: map[string][][]byte{}, wake: make(chan struct{}, 1)}
+// NewOutbox makes a queue bounded by limits; onClose runs once, outside the lock,
+// when the outbox closes itself because of a limit.
+func NewOutbox(limits OutboxLimits, onClose func(CloseReason)) *Outbox {
+	return &Outbox{
+		limits:    limits,
+		onClose:   onClose,
+		byChannel: map[string]int{},
+		held:      map[string][][]byte{},
+		latency:   map[string]time.Duration{},
+		wake:      make(chan struct{}, 1),
+	}
+}
+
+// SetLatency sets how long the channel's terminal/data may be held for merging (the
+// subscriber's delivery.maxLatencyMs); 0 sends each at once. It is capped at a second.
+func (o *Outbox) SetLatency(channel string, d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if d <= 0 {
+		delete(o.latency, channel)
+		return
+	}
+	o.latency[channel] = min(d, maxLatency)
 }
 
 // Deliver queues a channel's frame, or holds it while that channel's subscribe answer
@@ -65,33 +115,80 @@ func (o *Outbox) Deliver(channel string, frame []byte) {
 		o.mu.Unlock()
 		return
 	}
+	before := o.pending
+	wake, behind := false, false
 	if h, ok := o.held[channel]; ok {
 		o.held[channel] = append(h, frame)
 		o.pending += len(frame)
-	} else if n := len(o.frames); channel != "" && n > 0 && len(o.frames[n-1]) < maxMergedFrame {
-		// A connection behind its output gets adjacent terminal/data of one channel
-		// merged into one frame: fewer, larger writes for whoever is slowest.
-		if merged, ok := messages.MergeDataFramesInto(o.frames[n-1], frame, o.tailOwned); ok {
-			o.pending += len(merged) - len(o.frames[n-1])
-			o.frames[n-1] = merged
-			o.tailOwned = true
-		} else {
-			o.frames = append(o.frames, frame)
-			o.pending += len(frame)
-			o.tailOwned = false
-		}
 	} else {
-		o.frames = append(o.frames, frame)
-		o.pending += len(frame)
-		o.tailOwned = false
+		if n := len(o.frames); channel != "" && n > 0 && len(o.frames[n-1]) < maxMergedFrame {
+			// A connection behind its output gets adjacent terminal/data of one channel
+			// merged into one frame: fewer, larger writes for whoever is slowest.
+			if merged, ok := messages.MergeDataFramesInto(o.frames[n-1], frame, o.tailOwned); ok {
+				o.pending += len(merged) - len(o.frames[n-1])
+				o.frames[n-1] = merged
+				o.tailOwned = true
+			} else {
+				o.push(frame)
+			}
+		} else {
+			o.push(frame)
+		}
+		wake = o.schedule(channel, frame)
+		if channel != "" {
+			o.byChannel[channel] += o.pending - before
+			behind = o.stillBehind(o.byChannel[channel])
+		}
 	}
-	over := o.maxBytes > 0 && o.pending > o.maxBytes
+	over := behind || (o.limits.Bytes > 0 && o.pending > o.limits.Bytes)
 	o.mu.Unlock()
 	if over {
 		o.fail(ReasonSlowConsumer)
 		return
 	}
-	o.signal()
+	if wake {
+		o.signal()
+	}
+}
+
+// push appends a frame that was not merged; o.mu is held.
+func (o *Outbox) push(frame []byte) {
+	o.frames = append(o.frames, frame)
+	o.pending += len(frame)
+	o.tailOwned = false
+}
+
+// schedule moves the queue's due time for a frame just queued, and reports whether
+// the writer must be woken to honour it; o.mu is held.
+func (o *Outbox) schedule(channel string, frame []byte) bool {
+	if o.dueNow {
+		return false // the writer is already on its way
+	}
+	lat := o.latency[channel]
+	if lat == 0 || !messages.IsDataFrame(frame) {
+		o.dueNow = true
+		return true
+	}
+	at := time.Now().Add(lat)
+	if o.due.IsZero() || at.Before(o.due) {
+		o.due = at
+		return true
+	}
+	return false
+}
+
+// stillBehind reports whether a channel with pending bytes queued has been past
+// ChannelBytes for longer than the grace; o.mu is held.
+func (o *Outbox) stillBehind(pending int) bool {
+	if o.limits.ChannelBytes <= 0 || pending <= o.limits.ChannelBytes {
+		return false
+	}
+	now := time.Now()
+	if o.behindSince.IsZero() {
+		o.behindSince = now
+		return false
+	}
+	return now.Sub(o.behindSince) >= o.limits.Grace
 }
 
 // Send queues a frame that belongs to no channel (an answer).
@@ -114,12 +211,16 @@ func (o *Outbox) Release(answer []byte, channels ...string) {
 		return
 	}
 	o.tailOwned = false
+	o.dueNow = true
 	if answer != nil {
 		o.frames = append(o.frames, answer)
 		o.pending += len(answer)
 	}
 	for _, ch := range channels {
-		o.frames = append(o.frames, o.held[ch]...)
+		for _, f := range o.held[ch] {
+			o.frames = append(o.frames, f)
+			o.byChannel[ch] += len(f)
+		}
 		delete(o.held, ch)
 	}
 	o.mu.Unlock()
@@ -133,30 +234,58 @@ func (o *Outbox) signal() {
 	}
 }
 
-// Next waits for frames and takes all of them.
+// Next waits for frames that are due (see Outbox) and takes all of them.
 func (o *Outbox) Next(ctx context.Context) ([][]byte, error) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		o.mu.Lock()
-		if len(o.frames) > 0 {
-			out := o.frames
-			o.frames = nil
-			o.tailOwned = false
-			for _, f := range out {
-				o.pending -= len(f)
-			}
-			o.mu.Unlock()
-			return out, nil
-		}
 		closed, finish := o.closed, o.finish
-		o.mu.Unlock()
-		if finish != "" {
-			return nil, &Finished{finish}
+		have := len(o.frames) > 0
+		var wait time.Duration
+		if have {
+			if !o.dueNow && finish == "" {
+				wait = time.Until(o.due)
+			}
+			if wait <= 0 {
+				out := o.frames
+				o.frames = nil
+				o.tailOwned = false
+				o.dueNow, o.due = false, time.Time{}
+				o.behindSince = time.Time{}
+				for _, f := range out {
+					o.pending -= len(f)
+				}
+				clear(o.byChannel)
+				o.mu.Unlock()
+				return out, nil
+			}
 		}
-		if closed {
-			return nil, context.Canceled
+		o.mu.Unlock()
+		if !have {
+			if finish != "" {
+				return nil, &Finished{finish}
+			}
+			if closed {
+				return nil, context.Canceled
+			}
+		}
+		var fire <-chan time.Time
+		if wait > 0 {
+			if timer == nil {
+				timer = time.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
+			fire = timer.C
 		}
 		select {
 		case <-o.wake:
+		case <-fire:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -186,6 +315,7 @@ func (o *Outbox) Close() {
 	o.mu.Lock()
 	o.closed = true
 	o.frames, o.held, o.pending = nil, map[string][][]byte{}, 0
+	clear(o.byChannel)
 	o.mu.Unlock()
 	o.signal()
 }

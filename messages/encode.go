@@ -127,6 +127,13 @@ func MergeDataFramesInto(first, second []byte, reuse bool) ([]byte, bool) {
 	return out, true
 }
 
+// IsDataFrame reports whether f is a host terminal/data frame, one MergeDataFrames
+// can join with its neighbour.
+func IsDataFrame(f []byte) bool {
+	_, _, ok := splitDataFrame(f)
+	return ok
+}
+
 // splitDataFrame finds a data frame's head (up to the channel's end) and its escaped
 // data. The tail after the data must be exactly `"},"serverSeq":N}}`.
 func splitDataFrame(f []byte) (head, data []byte, ok bool) {

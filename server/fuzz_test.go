@@ -343,7 +343,7 @@ func isClosedByHost(err error) bool {
 // answers: a subscribe goes through the host and the terminal's mailbox, behind
 // whatever the frame sent them.
 func (fz *fuzzHost) hostGoesOn(ctx context.Context, t *testing.T, frame []byte) {
-	probe := actors.NewOutbox(1<<20, nil)
+	probe := actors.NewOutbox(actors.OutboxLimits{Bytes: 1 << 20}, nil)
 	res, err := fz.srv.System().Root.RequestFuture(fz.srv.HostPID(), &actors.Subscribe{Channel: fuzzTerminal, Sub: probe}, untilDone(ctx)).Result()
 	if r, ok := res.(*actors.SubscribeResult); err != nil || !ok || (r.Err != nil && r.Err.Code != messages.CodeNotFound) {
 		t.Fatalf("after frame %q the terminal does not answer: %v %v", frame, res, err)

@@ -893,7 +893,7 @@ func TestDroppedHandshakeLeavesNoSubscriber(t *testing.T) {
 	const rounds = 20
 	var queues []weak.Pointer[actors.Outbox]
 	for i := range rounds {
-		ob := actors.NewOutbox(1<<20, nil)
+		ob := actors.NewOutbox(actors.OutboxLimits{Bytes: 1 << 20}, nil)
 		queues = append(queues, weak.Make(ob))
 		pid := system.Root.Spawn(actors.NewConnectionProps(actors.ConnectionConfig{
 			Host: host, Journal: journal, Outbox: ob, Principal: owner, Close: ob.Finish,
@@ -920,7 +920,7 @@ func TestDroppedHandshakeLeavesNoSubscriber(t *testing.T) {
 	if _, err := system.Root.RequestFuture(host, &actors.ListTerminals{}, waitTimeout).Result(); err != nil {
 		t.Fatal(err)
 	}
-	probe := actors.NewOutbox(1<<20, nil)
+	probe := actors.NewOutbox(actors.OutboxLimits{Bytes: 1 << 20}, nil)
 	if _, err := system.Root.RequestFuture(host, &actors.Subscribe{Channel: uri, Sub: probe}, waitTimeout).Result(); err != nil {
 		t.Fatal(err)
 	}

@@ -36,8 +36,15 @@ type Config struct {
 	// MaxFrameBytes is the largest frame a client may send: a big paste into a
 	// terminal fits. Default 4 MiB.
 	MaxFrameBytes int64
-	// OutboxBytes bounds what may wait unsent for one connection. Default 16 MiB.
+	// OutboxBytes bounds what may wait unsent for one connection; past it the
+	// connection is closed at once. Default 16 MiB.
 	OutboxBytes int
+	// BehindBytes is how much may wait unsent for one channel before the connection
+	// counts as behind; one that stays behind for BehindGrace is closed and can
+	// reconnect for a snapshot. Default: the terminals' scrollback cap (200,000).
+	BehindBytes int
+	// BehindGrace is how long a connection may stay behind. Default 5 s.
+	BehindGrace time.Duration
 	// WriteTimeout bounds one socket write. Default 30 s.
 	WriteTimeout time.Duration
 	// MaxInFlightBytes bounds the bytes of frames one connection has read and not yet
@@ -75,6 +82,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.OutboxBytes <= 0 {
 		cfg.OutboxBytes = 16 << 20
+	}
+	if cfg.BehindBytes <= 0 {
+		cfg.BehindBytes = cfg.Host.ScrollbackLimit
+		if cfg.BehindBytes <= 0 {
+			cfg.BehindBytes = 200_000
+		}
+	}
+	if cfg.BehindGrace <= 0 {
+		cfg.BehindGrace = 5 * time.Second
 	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 30 * time.Second
@@ -264,7 +280,8 @@ func (s *Server) runConnection(reqCtx context.Context, conn *websocket.Conn, p a
 			go func() { _ = conn.Close(code, string(reason)) }()
 		})
 	}
-	outbox := actors.NewOutbox(s.cfg.OutboxBytes, func(reason actors.CloseReason) {
+	limits := actors.OutboxLimits{Bytes: s.cfg.OutboxBytes, ChannelBytes: s.cfg.BehindBytes, Grace: s.cfg.BehindGrace}
+	outbox := actors.NewOutbox(limits, func(reason actors.CloseReason) {
 		closeWith(websocket.StatusPolicyViolation, reason)
 	})
 	inFlight := make(chan struct{}, s.cfg.MaxInFlight)

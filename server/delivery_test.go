@@ -1,0 +1,68 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/termhost/termhost/client"
+	"github.com/termhost/termhost/messages"
+)
+
+// A subscriber that allows coalescing (delivery.maxLatencyMs) gets the same output,
+// in order, in no more frames than one that does not.
+func TestDeliveryLatencyCoalescesOutput(t *testing.T) {
+	h := startHost(t)
+	a := h.dial("a")
+	b := h.dial("b")
+	uri := "ahp-terminal:/coalesced"
+	a.createTerminal(uri, nil)
+	raw := b.mustRequest("subscribe", map[string]any{"channel": uri, "delivery": map[string]any{"maxLatencyMs": 200}})
+	var res struct {
+		Snapshot *client.RawSnapshot `json:"snapshot"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil || res.Snapshot == nil {
+		t.Fatalf("subscribe answer %s: %v", raw, err)
+	}
+
+	a.input(uri, "for i in $(seq 1 300); do echo line$i; done\r")
+	wantOut := "line300"
+	a.waitOutput(uri, wantOut)
+	b.waitOutput(uri, wantOut)
+
+	frames := func(c *conn) int {
+		n := 0
+		for _, s := range c.seen {
+			if e := s.Envelope; e != nil && e.Channel == uri && e.Type == messages.TerminalData {
+				n++
+			}
+		}
+		return n
+	}
+	out := strings.ReplaceAll(b.output(uri), "\r\n", "\n")
+	at := 0
+	for i := 1; i <= 300; i++ {
+		line := fmt.Sprintf("line%d\n", i)
+		j := strings.Index(out[at:], line)
+		if j < 0 {
+			t.Fatalf("the coalescing subscriber is missing %q in order; got %q", line, truncate(out, 400))
+		}
+		at += j + len(line)
+	}
+	if fa, fb := frames(a), frames(b); fb > fa {
+		t.Fatalf("the coalescing subscriber got %d terminal/data frames, more than the %d of one that asked for none", fb, fa)
+	}
+}
+
+// A delivery latency that is not a number of milliseconds is refused, and the
+// connection goes on.
+func TestDeliveryLatencyMustBeMilliseconds(t *testing.T) {
+	h := startHost(t)
+	c := h.dial("c")
+	for _, bad := range []any{-1, "soon", map[string]any{}} {
+		_, err := c.request("subscribe", map[string]any{"channel": messages.RootURI, "delivery": map[string]any{"maxLatencyMs": bad}})
+		rpcError(t, err, messages.CodeInvalidParams)
+	}
+	c.mustRequest("subscribe", map[string]any{"channel": messages.RootURI, "delivery": map[string]any{"maxLatencyMs": 0}})
+}
