@@ -246,3 +246,40 @@ func (s *rssSampler) stop() int64 {
 	s.wg.Wait()
 	return s.peak.Load()
 }
+
+// cpuMeter measures, between its start and stop, one process's CPU time and the
+// share of the machine's CPUs that were busy. ok is false where /proc does not say.
+type cpuMeter struct {
+	pid                  int
+	process              float64 // the process's CPU seconds
+	busy                 float64 // the machine's busy share, 0 to 1
+	ok                   bool
+	startCPU             float64
+	startBusy, startTime int64
+}
+
+func meterCPU(pid int) *cpuMeter {
+	m := &cpuMeter{pid: pid}
+	if pid == 0 {
+		return m
+	}
+	cpu, ok1 := cpuSeconds(pid)
+	busy, total, ok2 := machineBusy()
+	m.ok = ok1 && ok2
+	m.startCPU, m.startBusy, m.startTime = cpu, busy, total
+	return m
+}
+
+func (m *cpuMeter) stop() {
+	if !m.ok {
+		return
+	}
+	cpu, ok1 := cpuSeconds(m.pid)
+	busy, total, ok2 := machineBusy()
+	if !ok1 || !ok2 || total <= m.startTime {
+		m.ok = false
+		return
+	}
+	m.process = cpu - m.startCPU
+	m.busy = float64(busy-m.startBusy) / float64(total-m.startTime)
+}

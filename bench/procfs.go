@@ -95,3 +95,57 @@ func zombies(kids []child) int {
 	}
 	return n
 }
+
+// clockTicks is the unit of /proc/<pid>/stat's CPU times (USER_HZ), 100 on every
+// Linux build that matters; the figures built on it are ratios of seconds anyway.
+const clockTicks = 100
+
+// cpuSeconds is the CPU time a process has used, user and system, in seconds.
+func cpuSeconds(pid int) (float64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 > len(s) {
+		return 0, false
+	}
+	// After the name: state is field 3, utime 14 and stime 15 (man 5 proc).
+	f := strings.Fields(s[i+2:])
+	if len(f) < 13 {
+		return 0, false
+	}
+	user, err1 := strconv.ParseInt(f[11], 10, 64)
+	sys, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return float64(user+sys) / clockTicks, true
+}
+
+// machineBusy is the machine's CPU time spent busy and in all, in ticks, from the
+// first line of /proc/stat; two readings give how busy the machine was between them.
+func machineBusy() (busy, total int64, ok bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, 0, false
+	}
+	for i, v := range f[1:] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		total += n
+		// idle (4th) and iowait (5th) are the idle columns.
+		if i != 3 && i != 4 {
+			busy += n
+		}
+	}
+	return busy, total, true
+}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 )
@@ -21,13 +22,17 @@ func runThroughput(ctx context.Context, e *env, r *Result) error {
 	}
 	defer k.Close()
 	var raw rawFloods
+	rawCPU := meterCPU(os.Getpid()) // the raw reader is this process
 	if err := raw.measure(e, n); err != nil {
 		return err
 	}
+	rawCPU.stop()
+	hostCPU := meterCPU(e.pid)
 	run, err := e.flood(ctx, k, "throughput", 0, n, 1, nil)
 	if err != nil {
 		return err
 	}
+	hostCPU.stop()
 	if err := raw.measure(e, n); err != nil {
 		return err
 	}
@@ -38,6 +43,17 @@ func runThroughput(ctx context.Context, e *env, r *Result) error {
 	if s.end.Frames > 0 {
 		// How much output each frame carried: the host's coalescing at work.
 		r.add(Figure{Name: "mean terminal/data per frame", Value: float64(s.end.Bytes) / float64(s.end.Frames), Unit: UnitBytes})
+	}
+	// What limits the ratio: the CPU the host spends per byte beside the raw reader's,
+	// and how busy the machine was in each run (the flood's writer and the kernel's
+	// pty work share the same CPUs).
+	if mb := float64(s.end.Bytes) / 1e6; mb > 0 && hostCPU.ok && rawCPU.ok {
+		who := "host"
+		if e.cfg.InProcess {
+			who = "host and subscriber"
+		}
+		r.add(Figure{Name: "CPU per MB, " + who, Value: hostCPU.process / mb, Unit: UnitSeconds}).withRaw(rawCPU.process / (float64(raw.bytes) / 1e6))
+		r.add(Figure{Name: "machine CPUs busy", Value: hostCPU.busy, Unit: UnitRatio}).withRaw(rawCPU.busy)
 	}
 	if !s.complete(run.expected) {
 		r.note("the subscriber did not see the whole flood: %s", describeEnd(s.end))
