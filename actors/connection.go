@@ -56,6 +56,13 @@ type connection struct {
 	// subscribing are channels whose subscribe is on its way: a socket that goes
 	// before the answer must still be taken off them.
 	subscribing map[string]int
+	// terminals are the actors of the subscribed terminals, which this connection's
+	// terminal/* dispatches go to directly (see SubscribeResult.Terminal).
+	terminals map[string]*actor.PID
+	// viaHost are channels a terminal/* dispatch went to through the host while a
+	// subscribe was on its way: going direct after it could overtake that dispatch,
+	// so such a channel keeps going through the host.
+	viaHost map[string]bool
 	// gone is set once the socket went: a subscribe answered after that is undone.
 	gone bool
 }
@@ -66,7 +73,7 @@ func NewConnectionProps(cfg ConnectionConfig) *actor.Props {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &connection{cfg: cfg, subscribed: map[string]bool{}, subscribing: map[string]int{}}
+		return &connection{cfg: cfg, subscribed: map[string]bool{}, subscribing: map[string]int{}, terminals: map[string]*actor.PID{}, viaHost: map[string]bool{}}
 	})
 }
 
@@ -100,6 +107,7 @@ func (c *connection) Receive(ctx actor.Context) {
 			}
 		}
 		c.subscribed = map[string]bool{}
+		clear(c.terminals)
 		c.cfg.Outbox.Close()
 		ctx.Stop(ctx.Self())
 	}
@@ -314,6 +322,7 @@ func (c *connection) collectSnapshots(ctx actor.Context, channels []string, done
 func (c *connection) subscribeHeld(ctx actor.Context, ch string, then func(*messages.Snapshot, *messages.Error)) {
 	c.cfg.Outbox.Hold(ch)
 	c.subscribing[ch]++
+	delete(c.viaHost, ch)
 	f := ctx.RequestFuture(c.cfg.Host, &Subscribe{Channel: ch, Sub: c.cfg.Outbox}, requestTimeout)
 	ctx.ReenterAfter(f, func(res interface{}, err error) {
 		c.doneSubscribing(ch)
@@ -329,6 +338,11 @@ func (c *connection) subscribeHeld(ctx actor.Context, ch string, then func(*mess
 			then(nil, r.Err)
 		default:
 			c.subscribed[ch] = true
+			if r.Terminal != nil && !c.viaHost[ch] {
+				c.terminals[ch] = r.Terminal
+			} else {
+				delete(c.terminals, ch)
+			}
 			then(r.Snapshot, nil)
 		}
 	})
@@ -651,6 +665,7 @@ func (c *connection) notification(ctx actor.Context, method string, raw json.Raw
 		var p subscribeParams
 		if decodeParams(raw, &p) == nil && c.subscribed[p.Channel] {
 			delete(c.subscribed, p.Channel)
+			delete(c.terminals, p.Channel)
 			c.cfg.Outbox.SetLatency(p.Channel, 0)
 			ctx.Send(c.cfg.Host, &Unsubscribe{Channel: p.Channel, Sub: c.cfg.Outbox})
 		}
@@ -677,7 +692,23 @@ func (c *connection) notification(ctx actor.Context, method string, raw json.Raw
 			c.cfg.Journal.Reject(c.cfg.Outbox, p.Channel, p.Action, origin, c.cfg.Principal.Refusal(grant))
 			return
 		}
-		ctx.Send(c.cfg.Host, &Dispatch{Channel: p.Channel, Action: &a, Raw: p.Action, Origin: origin, Sub: c.cfg.Outbox})
+		d := &Dispatch{Channel: p.Channel, Action: &a, Raw: p.Action, Origin: origin, Sub: c.cfg.Outbox}
+		if !strings.HasPrefix(a.Type, "terminal/") {
+			ctx.Send(c.cfg.Host, d)
+			return
+		}
+		if pid := c.terminals[p.Channel]; pid != nil {
+			if _, alive := ctx.ActorSystem().ProcessRegistry.Get(pid); alive {
+				ctx.Send(pid, d)
+				return
+			}
+			// Disposed: the host says what becomes of the dispatch now.
+			delete(c.terminals, p.Channel)
+		}
+		if c.subscribing[p.Channel] > 0 {
+			c.viaHost[p.Channel] = true
+		}
+		ctx.Send(c.cfg.Host, d)
 	default:
 		// Notifications get no answer, so an unknown one is only logged.
 		c.cfg.Logger.Debug("unknown notification", "method", method)

@@ -23,6 +23,10 @@ type Subscribe struct {
 type SubscribeResult struct {
 	Snapshot *messages.Snapshot
 	Err      *messages.Error
+	// Terminal is the answering terminal's own actor, set only by a live terminal: a
+	// connection dispatches its terminal/* actions there directly, not through the
+	// host, whose one mailbox would otherwise carry every keystroke of every client.
+	Terminal *actor.PID
 }
 
 // Unsubscribe stops a subscriber's stream on a channel.

@@ -96,7 +96,7 @@ func (t *terminal) Receive(ctx actor.Context) {
 	case *Subscribe:
 		t.scrollback.Settle(&t.state)
 		t.subs[m.Sub] = true
-		ctx.Respond(&SubscribeResult{Snapshot: &messages.Snapshot{Resource: t.uri, State: t.state.Clone(), FromSeq: t.journal.Current()}})
+		ctx.Respond(&SubscribeResult{Snapshot: &messages.Snapshot{Resource: t.uri, State: t.state.Clone(), FromSeq: t.journal.Current()}, Terminal: ctx.Self()})
 	case *Unsubscribe:
 		delete(t.subs, m.Sub)
 	case *Dispatch:
