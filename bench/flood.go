@@ -253,7 +253,9 @@ type cpuMeter struct {
 	pid                  int
 	process              float64 // the process's CPU seconds
 	busy                 float64 // the machine's busy share, 0 to 1
+	switches             int64   // the machine's context switches
 	ok                   bool
+	startSwitches        int64
 	startCPU             float64
 	startBusy, startTime int64
 }
@@ -265,8 +267,9 @@ func meterCPU(pid int) *cpuMeter {
 	}
 	cpu, ok1 := cpuSeconds(pid)
 	busy, total, ok2 := machineBusy()
-	m.ok = ok1 && ok2
-	m.startCPU, m.startBusy, m.startTime = cpu, busy, total
+	sw, ok3 := contextSwitches()
+	m.ok = ok1 && ok2 && ok3
+	m.startCPU, m.startBusy, m.startTime, m.startSwitches = cpu, busy, total, sw
 	return m
 }
 
@@ -276,10 +279,12 @@ func (m *cpuMeter) stop() {
 	}
 	cpu, ok1 := cpuSeconds(m.pid)
 	busy, total, ok2 := machineBusy()
-	if !ok1 || !ok2 || total <= m.startTime {
+	sw, ok3 := contextSwitches()
+	if !ok1 || !ok2 || !ok3 || total <= m.startTime {
 		m.ok = false
 		return
 	}
 	m.process = cpu - m.startCPU
 	m.busy = float64(busy-m.startBusy) / float64(total-m.startTime)
+	m.switches = sw - m.startSwitches
 }

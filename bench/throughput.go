@@ -54,6 +54,7 @@ func runThroughput(ctx context.Context, e *env, r *Result) error {
 		}
 		r.add(Figure{Name: "CPU per MB, " + who, Value: hostCPU.process / mb, Unit: UnitSeconds}).withRaw(rawCPU.process / (float64(raw.bytes) / 1e6))
 		r.add(Figure{Name: "machine CPUs busy", Value: hostCPU.busy, Unit: UnitRatio}).withRaw(rawCPU.busy)
+		r.add(Figure{Name: "context switches per MB, machine", Value: float64(hostCPU.switches) / mb, Unit: UnitCount}).withRaw(float64(rawCPU.switches) / (float64(raw.bytes) / 1e6))
 	}
 	if !s.complete(run.expected) {
 		r.note("the subscriber did not see the whole flood: %s", describeEnd(s.end))
