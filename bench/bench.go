@@ -110,6 +110,9 @@ type Config struct {
 	// InProcess says the host runs in this process (StartLocalHost): its memory,
 	// descriptors, children and goroutines are then this process's.
 	InProcess bool
+	// Started says the bench started the host as a process of its own
+	// (StartHostProcess), rather than measuring one somebody runs.
+	Started bool
 	// HostPID is the host's process id for a host in another process, when known:
 	// its memory, descriptors and children are read from /proc. 0 leaves them out.
 	HostPID int
@@ -199,7 +202,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if e.shell == "" {
 		e.shell = pickShell(hostShell)
 	}
-	rep.Host = HostInfo{URL: cfg.URL, InProcess: cfg.InProcess, PID: e.pid, Pty: e.pty, Shell: e.shell, HostShell: hostShell}
+	rep.Host = HostInfo{URL: cfg.URL, InProcess: cfg.InProcess, Started: cfg.Started, PID: e.pid, Pty: e.pty, Shell: e.shell, HostShell: hostShell}
 	for _, s := range chosen {
 		r := &Result{Name: s.name, Summary: s.summary(e.sizes), Params: map[string]any{}}
 		start := time.Now()

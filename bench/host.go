@@ -63,20 +63,9 @@ func StartLocalHost(opts LocalHostOptions) (*LocalHost, error) {
 func startLocalHost(dir string, opts LocalHostOptions) (*LocalHost, error) {
 	var restoreHome func()
 	if opts.EmptyHome {
-		home := filepath.Join(dir, "home")
-		if err := os.Mkdir(home, 0o700); err != nil {
-			return nil, fmt.Errorf("bench: empty home: %w", err)
-		}
-		old, had := os.LookupEnv("HOME")
-		if err := os.Setenv("HOME", home); err != nil {
+		var err error
+		if restoreHome, err = useEmptyHome(dir); err != nil {
 			return nil, err
-		}
-		restoreHome = func() {
-			if had {
-				_ = os.Setenv("HOME", old)
-			} else {
-				_ = os.Unsetenv("HOME")
-			}
 		}
 	}
 	h, err := serveLocalHost(dir, opts)
@@ -148,4 +137,24 @@ func (h *LocalHost) Close() error {
 		err = rmErr
 	}
 	return err
+}
+
+// useEmptyHome points this process's HOME at a new empty folder in dir, for the host's
+// shells and the raw baselines alike, and returns what puts it back.
+func useEmptyHome(dir string) (restore func(), err error) {
+	home := filepath.Join(dir, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		return nil, fmt.Errorf("bench: empty home: %w", err)
+	}
+	old, had := os.LookupEnv("HOME")
+	if err := os.Setenv("HOME", home); err != nil {
+		return nil, err
+	}
+	return func() {
+		if had {
+			_ = os.Setenv("HOME", old)
+		} else {
+			_ = os.Unsetenv("HOME")
+		}
+	}, nil
 }

@@ -38,6 +38,23 @@ func rssBytes(pid int) (int64, bool) {
 	return 0, false
 }
 
+// threadCount is how many OS threads a process has (Threads in /proc/<pid>/status):
+// for a host in another process, the nearest thing to its goroutines that /proc shows
+// (a goroutine stuck in a system call holds a thread).
+func threadCount(pid int) (int, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
 // fdCount is how many descriptors a process holds open.
 func fdCount(pid int) (int, bool) {
 	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))

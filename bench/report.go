@@ -26,6 +26,8 @@ type HostInfo struct {
 	// then the host's RSS, descriptors and goroutines are this process's, and the
 	// bench's own clients share its two cores.
 	InProcess bool `json:"inProcess"`
+	// Started is true when the bench started the host as a process of its own.
+	Started bool `json:"started,omitempty"`
 	// PID is the host's process id, 0 when not known (a remote host without --host-pid).
 	PID int `json:"pid,omitempty"`
 	// Pty says whether the host runs terminals under a pseudoterminal, as its
@@ -139,8 +141,11 @@ func (r *Report) WriteJSON(w io.Writer) error {
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	where := "remote host"
-	if r.Host.InProcess {
+	switch {
+	case r.Host.InProcess:
 		where = "in-process host"
+	case r.Host.Started:
+		where = "host process"
 	}
 	mode := "pipes"
 	if r.Host.Pty {

@@ -26,10 +26,11 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	d := bench.DefaultSizes()
-	url := fs.String("url", "", "a running host's address, ws://HOST:PORT/; without it the bench starts a host in this process")
+	url := fs.String("url", "", "a running host's address, ws://HOST:PORT/; without it the bench starts a host (see --host)")
+	hostMode := fs.String("host", "process", "without --url: process (this binary's serve, in a process of its own) or inprocess (in the bench's process: goroutines counted, the host in --cpuprofile)")
 	token := fs.String("token", "", "the token to sign in with (an owner's); with --url")
 	hostPID := fs.Int("host-pid", 0, "with --url: the host's pid, so its memory, descriptors and children can be read from /proc")
-	ptyMode := fs.String("pty", "auto", "auto|always|never: how the in-process host runs terminals")
+	ptyMode := fs.String("pty", "auto", "auto|always|never: how the started host runs terminals")
 	shell := fs.String("shell", "", "the host's shell, which the raw baselines run too (default: the host's own, as its terminals' title says)")
 	scenarioList := fs.String("scenario", "", "scenarios to run, comma-separated: "+strings.Join(bench.Names(), ",")+" (default all)")
 	asJSON := fs.Bool("json", false, "print the report as JSON on stdout")
@@ -47,10 +48,10 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	slow := byteSize(d.SlowBytes)
 	fs.Var(&slow, "slow-bytes", "N for the slow-reader flood")
 	timeout := fs.Duration("wait-timeout", 120*time.Second, "bound on each single wait for the host")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (host included when in process) to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench's process (the host too with --host inprocess) to this file")
 	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the run to this file")
-	userRC := fs.Bool("user-rc", false, "let the in-process host's shells read your rc files; by default they run with HOME set to an empty folder, so what ~/.bashrc does is not in the figures")
-	logLevel := fs.String("log-level", "warn", "the in-process host's log level on stderr: debug|info|warn|error")
+	userRC := fs.Bool("user-rc", false, "let the started host's shells read your rc files; by default they run with HOME set to an empty folder, so what ~/.bashrc does is not in the figures")
+	logLevel := fs.String("log-level", "warn", "the started host's log level on stderr: debug|info|warn|error")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -93,25 +94,15 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 
 	if cfg.URL == "" {
-		usePty, err := choosePty(*ptyMode)
-		if err != nil {
-			return usageError{err}
-		}
-		host, err := bench.StartLocalHost(bench.LocalHostOptions{
-			UsePty:    usePty,
-			Shell:     *shell,
-			EmptyHome: !*userRC,
-			Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
-		})
+		closeHost, err := startBenchHost(&cfg, *hostMode, *ptyMode, *shell, !*userRC, *logLevel, level, stderr)
 		if err != nil {
 			return err
 		}
 		defer func() {
-			if err := host.Close(); err != nil {
+			if err := closeHost(); err != nil {
 				fmt.Fprintln(stderr, "termhost bench:", err)
 			}
 		}()
-		cfg.URL, cfg.Token, cfg.InProcess = host.URL, host.Token, true
 	}
 
 	if *cpuProfile != "" {
@@ -162,6 +153,48 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("bench: scenario(s) %s could not run", strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// startBenchHost starts the host the bench measures when no --url names one, and
+// points cfg at it; the returned function stops it.
+func startBenchHost(cfg *bench.Config, mode, ptyMode, shell string, emptyHome bool, logLevel string, level slog.Level, stderr io.Writer) (func() error, error) {
+	usePty, err := choosePty(ptyMode)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	switch mode {
+	case "process":
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("bench: finding this binary to run its serve: %w", err)
+		}
+		servePty := "never"
+		if usePty {
+			servePty = "always"
+		}
+		host, err := bench.StartHostProcess(bench.HostProcessOptions{
+			Exe: exe, Pty: servePty, Shell: shell, EmptyHome: emptyHome, LogLevel: logLevel, Logs: stderr,
+		})
+		if err != nil {
+			return nil, err
+		}
+		cfg.URL, cfg.Token, cfg.HostPID, cfg.Started = host.URL, host.Token, host.PID, true
+		return host.Close, nil
+	case "inprocess":
+		host, err := bench.StartLocalHost(bench.LocalHostOptions{
+			UsePty:    usePty,
+			Shell:     shell,
+			EmptyHome: emptyHome,
+			Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		})
+		if err != nil {
+			return nil, err
+		}
+		cfg.URL, cfg.Token, cfg.InProcess = host.URL, host.Token, true
+		return host.Close, nil
+	default:
+		return nil, usageError{fmt.Errorf("--host: want process or inprocess, got %q", mode)}
+	}
 }
 
 // byteSize is a flag holding a byte count, with decimal (kB, MB, GB) or binary (KiB,

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -151,5 +152,47 @@ func TestTokenAddPrintsOnlyAToken(t *testing.T) {
 	}
 	if err := exec.Command(bin, "token", "add", "--state-dir", state, "--user", "x", "--role", "nosuch").Run(); err == nil {
 		t.Fatal("an unknown role was accepted")
+	}
+}
+
+// TestBenchStartsAHostProcess runs `termhost bench` the way a person would, with no
+// host named: it starts this binary's serve in a process of its own, measures, stops
+// it, and reports on it as a started host.
+func TestBenchStartsAHostProcess(t *testing.T) {
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "bench", "--scenario", "echo", "--echo-keys", "20", "--json")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, stderr.String())
+	}
+	var rep struct {
+		Host struct {
+			Started   bool `json:"started"`
+			InProcess bool `json:"inProcess"`
+			PID       int  `json:"pid"`
+		} `json:"host"`
+		Scenarios []struct {
+			Name    string `json:"name"`
+			Error   string `json:"error"`
+			Figures []struct {
+				Name string `json:"name"`
+			} `json:"figures"`
+		} `json:"scenarios"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("the report is not JSON: %v\n%s", err, out)
+	}
+	if !rep.Host.Started || rep.Host.InProcess || rep.Host.PID == 0 {
+		t.Fatalf("host %+v, want a started host process with its pid", rep.Host)
+	}
+	if len(rep.Scenarios) != 1 || rep.Scenarios[0].Error != "" || len(rep.Scenarios[0].Figures) == 0 {
+		t.Fatalf("scenarios %+v, want echo with figures", rep.Scenarios)
+	}
+	// The host process is gone once the bench is.
+	if err := syscall.Kill(rep.Host.PID, 0); err == nil {
+		t.Fatalf("the host process %d outlived the bench", rep.Host.PID)
 	}
 }

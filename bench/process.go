@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// HostProcessOptions are how a host of its own process is started. Exe is required.
+type HostProcessOptions struct {
+	// Exe is the termhost binary; `Exe serve` is run.
+	Exe string
+	// Pty is serve's --pty: auto, always or never.
+	Pty string
+	// Shell is the host's default shell, given to it as $SHELL; "" keeps this
+	// process's.
+	Shell string
+	// EmptyHome runs the host, and this process until Close, with HOME set to an
+	// empty folder (see LocalHostOptions.EmptyHome).
+	EmptyHome bool
+	// LogLevel is serve's --log-level; "" means warn.
+	LogLevel string
+	// Logs receives the host's stderr; nil discards it.
+	Logs io.Writer
+}
+
+// HostProcess is `termhost serve` on a free loopback port in a process of its own,
+// with a state folder that Close removes: the way a person runs the host, with the
+// bench's subscribers outside it, each side with its own Go scheduler.
+type HostProcess struct {
+	URL   string
+	Token string
+	PID   int
+
+	cmd         *exec.Cmd
+	exited      chan struct{}
+	stateDir    string
+	restoreHome func()
+}
+
+// StartHostProcess starts the host and waits for its `listening on` line.
+func StartHostProcess(opts HostProcessOptions) (*HostProcess, error) {
+	dir, err := os.MkdirTemp("", "termhost-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: state folder: %w", err)
+	}
+	h := &HostProcess{stateDir: dir, exited: make(chan struct{})}
+	if err := h.start(opts); err != nil {
+		_ = h.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *HostProcess) start(opts HostProcessOptions) error {
+	if opts.EmptyHome {
+		restore, err := useEmptyHome(h.stateDir)
+		if err != nil {
+			return err
+		}
+		h.restoreHome = restore
+	}
+	level := opts.LogLevel
+	if level == "" {
+		level = "warn"
+	}
+	pty := opts.Pty
+	if pty == "" {
+		pty = "auto"
+	}
+	state := filepath.Join(h.stateDir, "state")
+	cmd := exec.Command(opts.Exe, "serve", "--listen", "127.0.0.1:0", "--state-dir", state, "--pty", pty, "--log-level", level)
+	cmd.Env = os.Environ()
+	if opts.Shell != "" {
+		cmd.Env = append(cmd.Env, "SHELL="+opts.Shell)
+	}
+	cmd.Stderr = opts.Logs
+	if cmd.Stderr == nil {
+		cmd.Stderr = io.Discard
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("bench: starting %s serve: %w", opts.Exe, err)
+	}
+	h.cmd, h.PID = cmd, cmd.Process.Pid
+
+	// The contract (DESIGN.md): serve prints "termhost listening on ws://…/" on
+	// stdout once it accepts connections. Anything after it is drained unread.
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sent := false
+		for sc.Scan() {
+			if _, url, ok := strings.Cut(sc.Text(), "listening on "); ok && !sent {
+				found <- strings.TrimSpace(url)
+				sent = true
+			}
+		}
+		_ = cmd.Wait()
+		close(h.exited)
+	}()
+	select {
+	case h.URL = <-found:
+	case <-h.exited:
+		return fmt.Errorf("bench: %s serve exited before listening (%v)", opts.Exe, cmd.ProcessState)
+	case <-time.After(30 * time.Second):
+		return errors.New("bench: the host process did not start listening within 30 s")
+	}
+	tok, err := os.ReadFile(filepath.Join(state, "owner.token"))
+	if err != nil {
+		return fmt.Errorf("bench: reading the owner token: %w", err)
+	}
+	h.Token = strings.TrimSpace(string(tok))
+	return nil
+}
+
+// Close stops the host the way an operator would (SIGTERM: every terminal is ended
+// and reaped), kills it if it has not gone within 30 s, and removes its state folder.
+func (h *HostProcess) Close() error {
+	var err error
+	if h.cmd != nil {
+		_ = h.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-h.exited:
+		case <-time.After(30 * time.Second):
+			_ = h.cmd.Process.Kill()
+			<-h.exited
+			err = errors.New("bench: the host process did not stop within 30 s of SIGTERM")
+		}
+	}
+	if h.restoreHome != nil {
+		h.restoreHome()
+	}
+	if rmErr := os.RemoveAll(h.stateDir); err == nil {
+		err = rmErr
+	}
+	return err
+}
