@@ -167,9 +167,15 @@ func (s *shell) release() {
 
 // readOutput turns the process's output into messages: decoded text, then drained.
 // One decoder for the one stream, so a character split across reads arrives whole.
+//
+// The buffer follows the output: a quiet terminal reads into a small one, so a
+// thousand idle shells do not each hold a flood's worth; a read that fills it starts
+// a flood, which gets a large one (the reader gathers into it, see pty), dropped
+// again when the output goes quiet.
 func readOutput(system *actor.ActorSystem, term *actor.PID, out io.Reader) {
+	const quietSize, floodSize = 4 << 10, 64 << 10
 	var dec pty.UTF8Decoder
-	buf := make([]byte, 64*1024)
+	buf := make([]byte, quietSize)
 	for {
 		n, err := out.Read(buf)
 		if n > 0 {
@@ -183,6 +189,12 @@ func readOutput(system *actor.ActorSystem, term *actor.PID, out io.Reader) {
 			}
 			system.Root.Send(term, &shellDrained{})
 			return
+		}
+		switch {
+		case n == len(buf) && len(buf) < floodSize:
+			buf = make([]byte, floodSize)
+		case n < quietSize/4 && len(buf) > quietSize:
+			buf = make([]byte, quietSize)
 		}
 	}
 }
