@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -42,14 +43,18 @@ func runEcho(ctx context.Context, e *env, r *Result) error {
 	r.Params["keystrokes"] = keys
 	r.Params["command"] = e.echoCommand()
 
+	rawCPU := meterCPU(os.Getpid()) // the raw loop is this process
 	rawTimes, err := e.rawEcho(keys)
 	if err != nil {
 		return err
 	}
+	rawCPU.stop()
+	hostCPU := meterCPU(e.pid)
 	hostTimes, pings, err := e.hostEcho(ctx, keys)
 	if err != nil {
 		return err
 	}
+	hostCPU.stop()
 	hm, hp := percentile(hostTimes, 0.5), percentile(hostTimes, 0.99)
 	rm, rp := percentile(rawTimes, 0.5), percentile(rawTimes, 0.99)
 	f := r.add(Figure{Name: "round trip, median", Value: hm.Seconds(), Unit: UnitSeconds}).withRaw(rm.Seconds())
@@ -59,6 +64,14 @@ func runEcho(ctx context.Context, e *env, r *Result) error {
 	// What the WebSocket and the connection cost with no terminal in the way: the
 	// floor under the keystroke's round trip.
 	r.add(Figure{Name: "ping round trip, median", Value: percentile(pings, 0.5).Seconds(), Unit: UnitSeconds})
+	floor := percentile(pings, 0.5) + rm
+	// A keystroke's round trip holds a WebSocket round trip and the raw one: this is
+	// what the host adds beyond both.
+	r.add(Figure{Name: "round trip ÷ (ping + raw), median", Value: hm.Seconds() / floor.Seconds(), Unit: UnitRatio})
+	if hostCPU.ok && rawCPU.ok && !e.cfg.InProcess {
+		// The host's run also answered the pings; they are cheap beside a keystroke.
+		r.add(Figure{Name: "CPU per keystroke, host", Value: hostCPU.process / float64(len(hostTimes)+len(pings)), Unit: UnitSeconds}).withRaw(rawCPU.process / float64(len(rawTimes)))
+	}
 	e.noteShared(r)
 	return nil
 }
