@@ -16,6 +16,10 @@ func writeJSONString(b *bytes.Buffer, s string) {
 	b.WriteByte('"')
 	start := 0
 	for i := 0; i < len(s); {
+		i = skipPlain(s, i)
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -160,4 +164,29 @@ func splitDataFrame(f []byte) (head, data []byte, ok bool) {
 		}
 	}
 	return head, rest[:j], true
+}
+
+// Repeated bytes, for testing eight bytes at once (SWAR: SIMD within a register).
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// skipPlain returns the index of the first byte of s at or after i that is not
+// printable ASCII other than '"' and '\\', or a little before it: output is mostly
+// such runs, and testing eight bytes at once (SWAR) is several times faster than
+// byte by byte. Each test is exact about whether some byte of the word matches, so
+// the word with the first such byte is left to the careful path.
+func skipPlain(s string, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		w := s[i : i+8]
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		q := x ^ '"'*ones   // a zero byte where there is a quote
+		bs := x ^ '\\'*ones // a zero byte where there is a backslash
+		if ((x-0x20*ones)&^x|(q-ones)&^q|(bs-ones)&^bs|x)&highs != 0 {
+			break
+		}
+	}
+	return i
 }
