@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -64,10 +65,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 const usageText = `usage:
   termhost [serve] [--listen 127.0.0.1:9187] [--state-dir DIR] [--pty auto|always|never]
                    [--allow-anonymous] [--allow-origin PATTERN]... [--log-level info]
+                   [--zsh-folder safe|as-found] [--cpuprofile FILE]
   termhost token add --state-dir DIR --user NAME --role owner|member|guest
   termhost token list --state-dir DIR
   termhost token revoke --state-dir DIR USER|TOKEN-ID
-  termhost bench [--url ws://HOST:PORT/ --token TOKEN] [--pty auto|always|never] [--scenario NAME,...] [--json]
+  termhost bench [--url ws://HOST:PORT/ --token TOKEN | --host process|inprocess] [--pty auto|always|never]
+                 [--scenario NAME,...] [--json]
 `
 
 // defaultStateDir is $XDG_STATE_HOME/termhost, else ~/.local/state/termhost.
@@ -98,6 +101,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&origins, "allow-origin", "an extra browser Origin host pattern to accept (repeatable)")
 	logLevel := fs.String("log-level", "info", "debug|info|warn|error")
 	zshFolder := fs.String("zsh-folder", "safe", "safe|as-found: take <tmp>/<user>-termhost-zsh even when it is a symlink or another user's")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the host to this file, from start to shutdown")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -139,6 +143,22 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Signals are caught before the contract line says the host is up: a SIGTERM sent
+	// the moment it appears must still shut the host down cleanly.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -147,8 +167,6 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "termhost listening on ws://%s/\n", ln.Addr().String())
 	logger.Info("serving", "addr", ln.Addr().String(), "pty", usePty, "state_dir", *stateDir)
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	err = srv.Serve(ctx, ln)
 	if ctx.Err() != nil {
 		logger.Info("stopped")

@@ -196,3 +196,40 @@ func TestBenchStartsAHostProcess(t *testing.T) {
 		t.Fatalf("the host process %d outlived the bench", rep.Host.PID)
 	}
 }
+
+// TestServeWritesACPUProfile: --cpuprofile leaves a profile when the host is stopped
+// the way an operator stops it.
+func TestServeWritesACPUProfile(t *testing.T) {
+	bin := buildBinary(t)
+	prof := filepath.Join(t.TempDir(), "host.prof")
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--state-dir", t.TempDir(), "--cpuprofile", prof)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.Contains(line, "listening on") {
+		t.Fatalf("first stdout line %q, %v", line, err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("serve after SIGTERM: %v", err)
+	}
+	if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
+		t.Fatalf("profile %s: %v (size %d)", prof, err, sizeOf(fi))
+	}
+}
+
+func sizeOf(fi os.FileInfo) int64 {
+	if fi == nil {
+		return 0
+	}
+	return fi.Size()
+}
