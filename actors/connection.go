@@ -46,6 +46,12 @@ type Frame struct{ Data []byte }
 // Disconnected says the socket is gone; the connection unsubscribes and stops.
 type Disconnected struct{}
 
+// Recheck says the users file changed: the connection reads who it is again, and a
+// connection whose token is gone, or that may no longer read a channel it is
+// subscribed to, is closed with a reason saying so. Without it a revoked token's
+// subscriptions would go on flowing until its next frame.
+type Recheck struct{}
+
 // connection is one WebSocket's actor: its JSON-RPC requests, its subscriptions and
 // its signed-in principal. It never writes the socket itself; it queues on its Outbox.
 type connection struct {
@@ -94,6 +100,8 @@ func (c *connection) Receive(ctx actor.Context) {
 		if c.cfg.Done != nil {
 			c.cfg.Done(len(m.Data))
 		}
+	case *Recheck:
+		c.recheck()
 	case *Disconnected:
 		c.gone = true
 		// Unsubscribe follows any Subscribe this actor sent to the same channel, so
@@ -652,6 +660,25 @@ func actionGrant(actionType string) string {
 
 // readGrant is the grant reading a channel needs: a session or chat is read by whoever
 // may take part in it, anything else is a terminal's output.
+// recheck applies a change of the users file to what this connection already holds.
+func (c *connection) recheck() {
+	if c.cfg.Refresh == nil || c.cfg.Close == nil || c.gone {
+		return
+	}
+	was := c.cfg.Principal
+	c.cfg.Principal = c.cfg.Refresh()
+	if was.SignedIn() && !c.cfg.Principal.SignedIn() {
+		c.cfg.Close(ReasonSignedOut)
+		return
+	}
+	for ch := range c.subscribed {
+		if ch != messages.RootURI && !c.may(readGrant(ch)) {
+			c.cfg.Close(ReasonRightsChanged)
+			return
+		}
+	}
+}
+
 func readGrant(channel string) string {
 	if strings.HasPrefix(channel, "ahp-session:") || strings.HasPrefix(channel, "ahp-chat:") {
 		return auth.GrantChatSend

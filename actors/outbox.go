@@ -22,6 +22,8 @@ const (
 	ReasonSlowConsumer    CloseReason = "termhost: this connection fell too far behind reading its output; reconnect to get a snapshot"
 	ReasonShutdown        CloseReason = "termhost: the host is shutting down"
 	ReasonVersionMismatch CloseReason = "termhost: no protocol version in common"
+	ReasonSignedOut       CloseReason = "termhost: this connection's token was revoked"
+	ReasonRightsChanged   CloseReason = "termhost: this connection may no longer read a channel it is subscribed to; reconnect to see what it may"
 )
 
 // maxMergedFrame caps a frame built by merging queued terminal/data.

@@ -543,3 +543,34 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("%d users after concurrent adds, want 9", len(list))
 	}
 }
+
+// Generation moves when the users change, by this store, by another one on the same
+// folder, or by hand, and stays put when nothing did.
+func TestGenerationFollowsTheUsersFile(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g0 := s.Generation()
+	if g := s.Generation(); g != g0 {
+		t.Fatalf("generation moved from %d to %d with nothing changed", g0, g)
+	}
+	if _, err := s.AddToken("ann", RoleMember); err != nil {
+		t.Fatal(err)
+	}
+	g1 := s.Generation()
+	if g1 == g0 {
+		t.Fatal("generation stayed put after AddToken")
+	}
+	other, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Revoke("ann"); err != nil {
+		t.Fatal(err)
+	}
+	if g := s.Generation(); g == g1 {
+		t.Fatal("generation stayed put after another store revoked a token")
+	}
+}

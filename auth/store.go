@@ -249,6 +249,9 @@ type Store struct {
 	st        *state // last good contents; never nil
 	stamp     stamp  // the version of the file st (or reloadErr) came from
 	reloadErr error  // why the file on disk could not be used, or nil
+	// gen counts the contents st has held: it moves whenever a reload or an edit
+	// takes effect (see Generation).
+	gen uint64
 }
 
 // Open opens the users store in stateDir, creating the directory (mode 0700) if it is
@@ -269,6 +272,16 @@ func Open(stateDir string) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Generation reads the users file again if it changed and returns a count that moves
+// whenever the store's users, tokens or roles do: a holder of signed-in connections
+// compares it with the last one it saw to learn that rights may have changed.
+func (s *Store) Generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.refreshLocked()
+	return s.gen
 }
 
 // Path returns the users file's path.
@@ -298,6 +311,7 @@ func (s *Store) refreshLocked() error {
 		if !s.stamp.same(cur) || s.reloadErr != nil {
 			s.st, _ = compile(fileData{})
 			s.stamp, s.reloadErr = cur, nil
+			s.gen++
 		}
 		return nil
 	}
@@ -327,6 +341,7 @@ func (s *Store) refreshLocked() error {
 		return s.reloadErr
 	}
 	s.st, s.reloadErr = st, nil
+	s.gen++
 	return nil
 }
 
@@ -356,6 +371,7 @@ func (s *Store) editLocked(edit func(d *fileData) error) error {
 		return fmt.Errorf("auth: write %s: %w", s.path, err)
 	}
 	s.st, s.reloadErr = st, nil
+	s.gen++
 	s.stamp = stamp{exists: true} // a nil info matches nothing: re-read next time
 	if fi, err := os.Stat(s.path); err == nil {
 		s.stamp.info = fi

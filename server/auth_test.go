@@ -12,8 +12,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
+	"github.com/termhost/termhost/actors"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/client"
 	"github.com/termhost/termhost/messages"
@@ -507,7 +509,9 @@ func TestSignInForms(t *testing.T) {
 // TestUsersFileTakesEffect: a token added, revoked or re-roled in the users file while
 // the host runs counts at once, for new connections and for ones already open.
 func TestUsersFileTakesEffect(t *testing.T) {
-	h := startHost(t)
+	// The per-frame check is under test here; the push that closes such a connection
+	// (TestRevokedConnectionIsClosed) is kept out of the way.
+	h := startHost(t, withRightsRecheck(time.Hour))
 	// A second store on the same folder is `termhost token add|revoke` run while the
 	// host serves.
 	cli, err := auth.Open(filepath.Dir(h.store.Path()))
@@ -528,21 +532,7 @@ func TestUsersFileTakesEffect(t *testing.T) {
 	c.waitOutput(uri, "typed-2")
 
 	// Made a guest by editing the file by hand: the open connection can no longer type.
-	b, err := os.ReadFile(h.store.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file map[string]any
-	if err := json.Unmarshal(b, &file); err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range file["users"].([]any) {
-		if u := u.(map[string]any); u["name"] == "late" {
-			u["role"] = auth.RoleGuest
-		}
-	}
-	b, _ = json.Marshal(file)
-	if err := os.WriteFile(h.store.Path(), b, 0o600); err != nil {
+	if err := setRole(h.store.Path(), "late", auth.RoleGuest); err != nil {
 		t.Fatal(err)
 	}
 	seq := c.dispatch(uri, map[string]any{"type": "terminal/input", "data": "echo after-demotion\r"})
@@ -679,4 +669,76 @@ func viaLoopback(t *testing.T, addr string) string {
 		t.Fatal(err)
 	}
 	return net.JoinHostPort("127.0.0.1", port)
+}
+
+// TestRevokedConnectionIsClosed: a connection whose token is revoked, or whose role no
+// longer reads a channel it is subscribed to, is closed with a reason saying so, with
+// no frame of its own needed; one whose rights still cover what it holds stays open.
+func TestRevokedConnectionIsClosed(t *testing.T) {
+	h := startHost(t, withRightsRecheck(20*time.Millisecond))
+	cli, err := auth.Open(filepath.Dir(h.store.Path()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		change func(user string) error
+		reason actors.CloseReason
+	}{
+		{"revoked", func(user string) error { _, err := cli.Revoke(user); return err }, actors.ReasonSignedOut},
+		{"made a guest", func(user string) error { return setRole(h.store.Path(), user, auth.RoleGuest) }, actors.ReasonRightsChanged},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			user := strings.ReplaceAll(tc.name, " ", "-")
+			tok, err := cli.AddToken(user, auth.RoleMember)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, _ := h.dialAs(t, tok, user, messages.RootURI)
+			uri := "ahp-terminal:/" + user
+			c.createTerminal(uri, nil)
+			// Someone else's new token changes the file but not this connection's rights.
+			if _, err := cli.AddToken(user+"-friend", auth.RoleMember); err != nil {
+				t.Fatal(err)
+			}
+			c.input(uri, "echo still-$((3*3))\r")
+			c.waitOutput(uri, "still-9")
+
+			if err := tc.change(user); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-c.Done():
+			case <-time.After(waitTimeout):
+				t.Fatalf("the connection stayed open after its user was %s", tc.name)
+			}
+			var ce websocket.CloseError
+			if err := c.Err(); !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || ce.Reason != string(tc.reason) {
+				t.Fatalf("the connection ended with %v, want 1008 %q", err, tc.reason)
+			}
+		})
+	}
+}
+
+// setRole edits the users file by hand, as an operator would.
+func setRole(path, user, role string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var file map[string]any
+	if err := json.Unmarshal(b, &file); err != nil {
+		return err
+	}
+	for _, u := range file["users"].([]any) {
+		if u := u.(map[string]any); u["name"] == user {
+			u["role"] = role
+		}
+	}
+	b, err = json.Marshal(file)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
 }

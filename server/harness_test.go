@@ -54,6 +54,11 @@ func withAllowOrigins(patterns ...string) hostOption {
 // without megabytes of flood.
 func withOutboxBytes(n int) hostOption { return func(c *server.Config) { c.OutboxBytes = n } }
 
+// withRightsRecheck sets how often open connections follow the users file.
+func withRightsRecheck(d time.Duration) hostOption {
+	return func(c *server.Config) { c.RightsRecheck = d }
+}
+
 // withCommandTimeout shortens the two minutes a `!` command may run.
 func withCommandTimeout(d time.Duration) hostOption {
 	return func(c *server.Config) { c.Host.CommandTimeout = d }

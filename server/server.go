@@ -45,6 +45,9 @@ type Config struct {
 	BehindBytes int
 	// BehindGrace is how long a connection may stay behind. Default 5 s.
 	BehindGrace time.Duration
+	// RightsRecheck is how often the users file is looked at for changes that open
+	// connections must follow (a revoked token, a narrower role). Default 1 s.
+	RightsRecheck time.Duration
 	// WriteTimeout bounds one socket write. Default 30 s.
 	WriteTimeout time.Duration
 	// MaxInFlightBytes bounds the bytes of frames one connection has read and not yet
@@ -65,8 +68,9 @@ type Server struct {
 	host    *actor.PID
 	journal *actors.Journal
 
-	mu      sync.Mutex // guards conns and closing
-	conns   map[*websocket.Conn]bool
+	mu sync.Mutex // guards conns and closing
+	// conns are the open WebSockets and their connection actors (nil until spawned).
+	conns   map[*websocket.Conn]*actor.PID
 	closing bool
 	// loopbackOnly is set by Serve from the listener's address.
 	loopbackOnly bool
@@ -91,6 +95,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.BehindGrace <= 0 {
 		cfg.BehindGrace = 5 * time.Second
+	}
+	if cfg.RightsRecheck <= 0 {
+		cfg.RightsRecheck = time.Second
 	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 30 * time.Second
@@ -119,7 +126,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: starting the host actor: %w", err)
 	}
-	return &Server{cfg: cfg, log: cfg.Logger, system: system, host: host, journal: journal, conns: map[*websocket.Conn]bool{}}, nil
+	return &Server{cfg: cfg, log: cfg.Logger, system: system, host: host, journal: journal, conns: map[*websocket.Conn]*actor.PID{}}, nil
 }
 
 // levelFloor drops records below a level.
@@ -158,6 +165,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go s.watchRights(watchCtx)
 	select {
 	case err := <-errc:
 		return err
@@ -170,6 +180,38 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	err := s.Shutdown(shutdownCtx)
 	_ = srv.Shutdown(shutdownCtx)
 	return err
+}
+
+// watchRights tells every open connection when the users file has changed, so a
+// revoked token or a narrowed role takes effect on what a connection already
+// receives, not only on what it asks next.
+func (s *Server) watchRights(ctx context.Context) {
+	t := time.NewTicker(s.cfg.RightsRecheck)
+	defer t.Stop()
+	last := s.cfg.Auth.Generation()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		gen := s.cfg.Auth.Generation()
+		if gen == last {
+			continue
+		}
+		last = gen
+		s.mu.Lock()
+		pids := make([]*actor.PID, 0, len(s.conns))
+		for _, pid := range s.conns {
+			if pid != nil {
+				pids = append(pids, pid)
+			}
+		}
+		s.mu.Unlock()
+		for _, pid := range pids {
+			s.system.Root.Send(pid, &actors.Recheck{})
+		}
+	}
 }
 
 func isLoopback(a net.Addr) bool {
@@ -249,7 +291,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		_ = conn.Close(websocket.StatusGoingAway, string(actors.ReasonShutdown))
 		return
 	}
-	s.conns[conn] = true
+	s.conns[conn] = nil
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -303,6 +345,11 @@ func (s *Server) runConnection(reqCtx context.Context, conn *websocket.Conn, p a
 	})
 	pid := s.system.Root.Spawn(props)
 	defer s.system.Root.Send(pid, &actors.Disconnected{})
+	s.mu.Lock()
+	if _, open := s.conns[conn]; open {
+		s.conns[conn] = pid
+	}
+	s.mu.Unlock()
 
 	writerDone := make(chan struct{})
 	go func() {
