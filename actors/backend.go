@@ -11,6 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/persistence"
 )
 
 // Terminals is the seam an agent backend opens terminals through (seed: "A backend
@@ -20,12 +21,33 @@ import (
 type Terminals struct {
 	system *actor.ActorSystem
 	host   *actor.PID
+	store  *persistence.Store // where outputs are kept; nil keeps nothing
 	keys   atomic.Int64
 }
 
-// NewTerminals makes the seam over a running host actor.
-func NewTerminals(system *actor.ActorSystem, host *actor.PID) *Terminals {
-	return &Terminals{system: system, host: host}
+// NewTerminals makes the seam over a running host actor. What its terminals print is
+// kept in store when they exit or are released (nil keeps nothing).
+func NewTerminals(system *actor.ActorSystem, host *actor.PID, store *persistence.Store) *Terminals {
+	return &Terminals{system: system, host: host, store: store}
+}
+
+// KeepOutput keeps an output no terminal printed (a file a backend's harness saved
+// for a result too large to send) the way a terminal's output is kept, under the
+// session's chat and key, and returns the terminal URI that answers for it (seed:
+// Start.terminalOutputs). A tool call that names that URI opens it, exited.
+func (ts *Terminals) KeepOutput(session, chat, key, output string, isPty bool, exitCode *int) (string, error) {
+	if ts.store == nil {
+		return "", errors.New("this host keeps no outputs: it has no session store")
+	}
+	if session == "" || chat == "" || key == "" {
+		return "", errors.New("a kept output needs its session, chat and key")
+	}
+	uri := commandTerminalURI(chat, key)
+	kept := persistence.RetainedTerminal{URI: uri, Title: "Terminal", Output: output, ExitCode: exitCode, IsPty: isPty, Session: session, Chat: chat, ToolCallID: key}
+	if err := ts.store.SaveTerminal(session, chat, key, kept); err != nil {
+		return "", err
+	}
+	return uri, nil
 }
 
 // OpenSpec says what a backend's terminal runs and for whom.
@@ -45,9 +67,12 @@ type BackendTerminal struct {
 	isPty bool
 	ts    *Terminals
 	pid   *actor.PID // the watcher
+	spec  OpenSpec
+	key   string
 
-	mu     sync.Mutex // guards exit
+	mu     sync.Mutex // guards exit and kept
 	exit   *int
+	kept   bool // the output is in the store (or could not be): keep it once
 	exited chan struct{}
 }
 
@@ -60,7 +85,7 @@ func (ts *Terminals) Open(ctx context.Context, spec OpenSpec) (*BackendTerminal,
 	if key == "" {
 		key = fmt.Sprintf("backend-%d", ts.keys.Add(1))
 	}
-	bt := &BackendTerminal{URI: commandTerminalURI(spec.Chat, key), ts: ts, exited: make(chan struct{})}
+	bt := &BackendTerminal{URI: commandTerminalURI(spec.Chat, key), ts: ts, spec: spec, key: key, exited: make(chan struct{})}
 	bt.pid = ts.system.Root.Spawn(actor.PropsFromFunc(bt.receive))
 	var command string
 	var args []string
@@ -118,22 +143,62 @@ func (ts *Terminals) request(ctx context.Context, m any) (any, error) {
 	}
 }
 
-// receive is the watcher actor: it notes the exit.
+// receive is the watcher actor: it notes the exit, and once what the terminal
+// printed is kept, lets Wait return. A backend that releases the terminal right after
+// Wait so finds its output already kept.
 func (bt *BackendTerminal) receive(ctx actor.Context) {
 	ev, ok := ctx.Message().(*TerminalEvent)
 	if !ok || ev.Action.Type != messages.TerminalExited {
 		return
 	}
-	bt.mu.Lock()
-	defer bt.mu.Unlock()
-	if bt.exit == nil {
-		code := -1
-		if ev.Action.ExitCode != nil {
-			code = *ev.Action.ExitCode
-		}
-		bt.exit = &code
-		close(bt.exited)
+	code := -1
+	if ev.Action.ExitCode != nil {
+		code = *ev.Action.ExitCode
 	}
+	go func() {
+		kctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		defer cancel()
+		bt.keep(kctx, &code)
+		bt.mu.Lock()
+		defer bt.mu.Unlock()
+		if bt.exit == nil {
+			bt.exit = &code
+			close(bt.exited)
+		}
+	}()
+}
+
+// keep puts what the terminal printed, how it ended (nil: still running) and isPty
+// in the store under the session's chat and key, once (seed: "A terminal a tool
+// result names"). An output over the store's cap is not kept.
+func (bt *BackendTerminal) keep(ctx context.Context, exit *int) {
+	store := bt.ts.store
+	bt.mu.Lock()
+	done := bt.kept || store == nil
+	bt.kept = true
+	bt.mu.Unlock()
+	if done {
+		return
+	}
+	res, err := bt.ts.request(ctx, &SnapshotQuery{URI: bt.URI})
+	st, _ := res.(*messages.TerminalState)
+	if err != nil || st == nil {
+		return
+	}
+	var out strings.Builder
+	for _, p := range st.Content {
+		out.WriteString(p.Text())
+	}
+	title := st.Title
+	if title == "" {
+		title = "Terminal"
+	}
+	// isPty from the state, not bt.isPty: a quick process can exit before Open has
+	// read the create answer.
+	isPty := st.IsPty != nil && *st.IsPty
+	kept := persistence.RetainedTerminal{URI: bt.URI, Title: title, Output: out.String(), ExitCode: exit, IsPty: isPty,
+		Session: bt.spec.Session, Chat: bt.spec.Chat, ToolCallID: bt.spec.ToolCallID}
+	_ = store.SaveTerminal(bt.spec.Session, bt.spec.Chat, bt.key, kept)
 }
 
 // IsPty says whether a pseudoterminal runs it, for a call that names it.
@@ -189,6 +254,10 @@ func (bt *BackendTerminal) Kill() {
 // Release ends a process that has not already gone and takes the row off the list.
 // A tool call that names the terminal still opens it, rebuilt from what was kept.
 func (bt *BackendTerminal) Release(ctx context.Context) error {
+	bt.mu.Lock()
+	exit := bt.exit
+	bt.mu.Unlock()
+	bt.keep(ctx, exit)
 	_, err := bt.ts.request(ctx, &DisposeTerminal{URI: bt.URI})
 	bt.ts.system.Root.Stop(bt.pid)
 	return err

@@ -16,7 +16,7 @@ import (
 func TestBackendSeam(t *testing.T) {
 	h := startHost(t)
 	watcher := h.dial("watcher")
-	ts := actors.NewTerminals(h.srv.System(), h.srv.HostPID())
+	ts := actors.NewTerminals(h.srv.System(), h.srv.HostPID(), h.kept)
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	spec := actors.OpenSpec{Session: "ahp-session:/agent", Chat: "ahp-session:/agent/chat", TurnID: "turn-1", ToolCallID: "call-1",
@@ -32,6 +32,11 @@ func TestBackendSeam(t *testing.T) {
 	out, err := bt.Output(ctx)
 	if err != nil || out != "one two|three|" {
 		t.Fatalf("output %q %v", out, err)
+	}
+	// Kept by the time Wait returns: what it printed, how it ended, isPty.
+	kept, err := h.kept.LoadTerminal(spec.Session, spec.Chat, "call-1")
+	if err != nil || kept.Output != "one two|three|" || kept.ExitCode == nil || *kept.ExitCode != 0 || kept.IsPty != bt.IsPty() || kept.URI != bt.URI {
+		t.Fatalf("kept %+v, %v", kept, err)
 	}
 	rows := waitRoot(watcher, func(r []messages.TerminalInfo) bool { return findRow(r, bt.URI) != nil })
 	if row := findRow(rows, bt.URI); row.Claim.Kind != "session" || row.Claim.ToolCallID != "call-1" {
@@ -71,6 +76,19 @@ func TestBackendSeam(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRoot(watcher, func(r []messages.TerminalInfo) bool { return findRow(r, sh.URI) == nil })
+	if kept, err := h.kept.LoadTerminal(spec.Session, spec.Chat, "call-2"); err != nil || !strings.Contains(kept.Output, "typed-42") {
+		t.Fatalf("the released shell's output was not kept: %+v, %v", kept, err)
+	}
+
+	// An output no terminal printed, kept the same way, answers for its key's URI.
+	exit := 3
+	uri, err := ts.KeepOutput(spec.Session, spec.Chat, "call-3", "a result too large to send", false, &exit)
+	if err != nil || !strings.HasSuffix(uri, "/call-3") {
+		t.Fatalf("KeepOutput = %q, %v", uri, err)
+	}
+	if kept, err := h.kept.LoadTerminal(spec.Session, spec.Chat, "call-3"); err != nil || kept.Output != "a result too large to send" || *kept.ExitCode != 3 || kept.URI != uri {
+		t.Fatalf("kept output %+v, %v", kept, err)
+	}
 
 	// A missing folder is a start that fails: 127 with the reason in the output.
 	bad, err := ts.Open(ctx, actors.OpenSpec{Session: "ahp-session:/agent", Chat: "ahp-session:/agent/chat", Cwd: "/no/such/dir", Program: "true"})

@@ -32,6 +32,8 @@ type testHost struct {
 	addr  string
 	owner string
 	store *auth.Store
+	// kept is the host's session store, where retained terminals go.
+	kept *persistence.Store
 	// dir is the state folder; stop shuts the host down (once).
 	dir  string
 	stop func()
@@ -129,7 +131,7 @@ func startHostIn(t *testing.T, dir, listen string, opts ...hostOption) *testHost
 		})
 	}
 	t.Cleanup(stop)
-	return &testHost{t: t, srv: srv, addr: ln.Addr().String(), owner: owner, store: store, dir: dir, stop: stop}
+	return &testHost{t: t, srv: srv, addr: ln.Addr().String(), owner: owner, store: store, kept: kept, dir: dir, stop: stop}
 }
 
 func readToken(t *testing.T, path string) string {
