@@ -185,10 +185,6 @@ func (bt *BackendTerminal) keep(ctx context.Context, exit *int) {
 	if err != nil || st == nil {
 		return
 	}
-	var out strings.Builder
-	for _, p := range st.Content {
-		out.WriteString(p.Text())
-	}
 	title := st.Title
 	if title == "" {
 		title = "Terminal"
@@ -196,7 +192,7 @@ func (bt *BackendTerminal) keep(ctx context.Context, exit *int) {
 	// isPty from the state, not bt.isPty: a quick process can exit before Open has
 	// read the create answer.
 	isPty := st.IsPty != nil && *st.IsPty
-	kept := persistence.RetainedTerminal{URI: bt.URI, Title: title, Output: out.String(), ExitCode: exit, IsPty: isPty,
+	kept := persistence.RetainedTerminal{URI: bt.URI, Title: title, Output: st.Text(), ExitCode: exit, IsPty: isPty,
 		Session: bt.spec.Session, Chat: bt.spec.Chat, ToolCallID: bt.spec.ToolCallID}
 	_ = store.SaveTerminal(bt.spec.Session, bt.spec.Chat, bt.key, kept)
 }
@@ -214,11 +210,7 @@ func (bt *BackendTerminal) Output(ctx context.Context) (string, error) {
 	if st == nil {
 		return "", fmt.Errorf("no terminal %s", bt.URI)
 	}
-	var b strings.Builder
-	for _, p := range st.Content {
-		b.WriteString(p.Text())
-	}
-	return b.String(), nil
+	return st.Text(), nil
 }
 
 // Wait waits for the process's exit, announced after its output drained.

@@ -837,11 +837,7 @@ func (s *session) keep(ctx actor.Context, r *commandRun, code []int) {
 		if err != nil || st == nil {
 			return
 		}
-		var out strings.Builder
-		for _, p := range st.Content {
-			out.WriteString(p.Text())
-		}
-		kept := persistence.RetainedTerminal{URI: uri, Title: "Terminal", Output: out.String(), ExitCode: exit, IsPty: isPty, Session: sessionURI, Chat: chatURI, ToolCallID: key, Saved: time.Now()}
+		kept := persistence.RetainedTerminal{URI: uri, Title: "Terminal", Output: st.Text(), ExitCode: exit, IsPty: isPty, Session: sessionURI, Chat: chatURI, ToolCallID: key, Saved: time.Now()}
 		if err := store.SaveTerminal(sessionURI, chatURI, key, kept); err != nil {
 			logger.Info("a command's output was not kept", "terminal", uri, "err", err)
 		}

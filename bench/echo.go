@@ -100,7 +100,7 @@ func (e *env) hostEcho(ctx context.Context, keys int) (times, pings []time.Durat
 		return nil, nil, err
 	}
 	// cat is running once "ready" is out (the snapshot, or data after it).
-	seen := contentText(st)
+	seen := st.Text()
 	for !strings.Contains(seen, "ready") {
 		env, err := nextEnvelope(wctx, k, w)
 		if err != nil {
@@ -197,14 +197,6 @@ func envelopeData(env *clientEnvelope) string {
 		return ""
 	}
 	return *a.Data
-}
-
-func contentText(st *messages.TerminalState) string {
-	var b strings.Builder
-	for _, p := range st.Content {
-		b.WriteString(p.Text())
-	}
-	return b.String()
 }
 
 // percentile is the value at or below which a fraction q of the samples lie.

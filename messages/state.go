@@ -3,6 +3,7 @@ package messages
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Claim says who holds a terminal: a client connection, or a session with the chat,
@@ -164,6 +165,16 @@ type TerminalState struct {
 	SupportsCommandDetection *bool          `json:"supportsCommandDetection,omitempty"`
 	IsPty                    *bool          `json:"isPty,omitempty"`
 	Meta                     map[string]any `json:"_meta,omitempty"`
+}
+
+// Text is everything the terminal's content holds, its parts in order: what a client
+// folding every terminal/data would have printed, within the scrollback cap.
+func (s *TerminalState) Text() string {
+	var b strings.Builder
+	for _, p := range s.Content {
+		b.WriteString(p.Text())
+	}
+	return b.String()
 }
 
 // Clone copies the state deeply enough that the copy can be encoded on another
