@@ -458,25 +458,42 @@ func (c *connection) reconnect(ctx actor.Context, id json.RawMessage, raw json.R
 		// snapshot's fromSeq and then releasing the held frames loses and doubles
 		// nothing.
 		frames, ok := c.cfg.Journal.Replay(lastSeen, set)
-		var result any
+		var result any = map[string]any{"type": "snapshot", "snapshots": snaps}
 		if ok {
 			cut := map[string]uint64{}
 			for _, s := range snaps {
 				cut[s.Resource] = s.FromSeq
 			}
 			actions := []json.RawMessage{}
+			size := 0
 			for _, f := range frames {
 				env := envelopeOf(f)
 				if env != nil && env.ServerSeq <= cut[env.Channel] {
 					actions = append(actions, f[len(`{"jsonrpc":"2.0","method":"action","params":`):len(f)-1])
+					size += len(f)
 				}
 			}
-			result = map[string]any{"type": "replay", "actions": actions, "missing": nonNil(missing)}
-		} else {
-			result = map[string]any{"type": "snapshot", "snapshots": snaps}
+			// A client that fell far behind (one closed as slow, say) would get back
+			// more than the state it missed, in one answer that could pass its queue's
+			// bound and close it again: past the snapshots' own size, it gets those.
+			if size <= max(replayFloor, snapshotsSize(snaps)) {
+				result = map[string]any{"type": "replay", "actions": actions, "missing": nonNil(missing)}
+			}
 		}
 		c.releaseAnswer(id, result, subscribed...)
 	})
+}
+
+// replayFloor is a replay small enough to send whatever the snapshots weigh.
+const replayFloor = 64 << 10
+
+// snapshotsSize is about how many bytes the snapshots take on the wire.
+func snapshotsSize(snaps []messages.Snapshot) int {
+	b, err := json.Marshal(snaps)
+	if err != nil {
+		return 0
+	}
+	return len(b)
 }
 
 func envelopeOf(frame []byte) *messages.Envelope {
