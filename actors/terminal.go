@@ -455,6 +455,11 @@ func (t *terminal) reject(m *Dispatch, reason string) {
 }
 
 func (t *terminal) dispatch(ctx actor.Context, m *Dispatch) {
+	if t.disposed {
+		// Gone for its clients: as the host ignores a dispatch to a channel it no
+		// longer lists, so does a terminal reached directly while it winds down.
+		return
+	}
 	a := m.Action
 	if !messages.ClientDispatchable(a.Type) {
 		if strings.HasPrefix(a.Type, "terminal/") {
