@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // The shell-integration scripts, written for termhost from the OSC 633 marks they
@@ -335,7 +336,39 @@ func installScript(opts InjectOptions, src, prefix, ext string) (string, error) 
 	if err := writeAtomic(root, name, b); err != nil {
 		return "", err
 	}
+	// The file is in use now: its time says so, and what no host has used for a
+	// while (an older build's script) goes.
+	now := time.Now()
+	_ = root.Chtimes(name, now, now)
+	removeStale(root, prefix, ext, name, now)
 	return filepath.Join(dir, name), nil
+}
+
+// staleScript is how long a script no host has installed may stay: a host of an
+// older build that still runs writes its own again when it next starts a shell.
+const staleScript = 7 * 24 * time.Hour
+
+// removeStale removes prefix-*ext scripts other than keep that nothing has
+// installed for staleScript, so scripts of older builds do not pile up.
+func removeStale(root *os.Root, prefix, ext, keep string, now time.Time) {
+	dir, err := root.Open(".")
+	if err != nil {
+		return
+	}
+	entries, err := dir.ReadDir(-1)
+	_ = dir.Close()
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if name == keep || !e.Type().IsRegular() || !strings.HasPrefix(name, prefix+"-") || !strings.HasSuffix(name, ext) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > staleScript {
+			_ = root.Remove(name)
+		}
+	}
 }
 
 // contentName is prefix-<hash of b>ext: a new script never takes the name of

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestShellKind(t *testing.T) {
@@ -389,5 +390,50 @@ func TestScriptsReadTheirVariables(t *testing.T) {
 func TestInjectRefusesControlInNonce(t *testing.T) {
 	if _, ok, err := Inject("bash", nil, InjectOptions{Nonce: "ab\x07cd", TempDir: t.TempDir()}); ok || err == nil {
 		t.Errorf("ok %v, err %v", ok, err)
+	}
+}
+
+// Scripts of older builds that no host has installed for a week go when a script is
+// installed; a recent one (another build still running) and other files stay.
+func TestInstallRemovesStaleScripts(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, userName()+"-termhost-integration")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	files := map[string]time.Time{
+		"bash-0123456789abcdef.sh":   old,        // an old build's bash script: goes
+		"bash-fedcba9876543210.sh":   time.Now(), // a build running now: stays
+		"fish-0123456789abcdef.fish": old,        // another shell's: not bash's to remove
+		"notes.txt":                  old,        // not a script at all
+	}
+	for name, at := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inj, ok, err := Inject("bash", nil, InjectOptions{Nonce: "n", TempDir: tmp})
+	if err != nil || !ok {
+		t.Fatalf("Inject: ok %v, err %v", ok, err)
+	}
+	want := map[string]bool{"bash-fedcba9876543210.sh": true, "fish-0123456789abcdef.fish": true, "notes.txt": true, filepath.Base(inj.Args[1]): true}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+		if !want[e.Name()] {
+			t.Errorf("%s is still there", e.Name())
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("the folder holds %v, want %d files", got, len(want))
 	}
 }
