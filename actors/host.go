@@ -115,7 +115,23 @@ type host struct {
 	// of the session holding it.
 	sessions map[string]*actor.PID
 	chats    map[string]*actor.PID
+
+	// The root list's broadcasts are throttled (see rootWindow): rootSent is when the
+	// last went out, and rootTimer, while set, will send the list as it is then.
+	rootSent  time.Time
+	rootTimer *time.Timer
 }
+
+// rootWindow throttles root/terminalsChanged. It carries the whole list (PROTOCOL.md
+// 5.3), so a burst of changes - a thousand terminals opened at once - would send a
+// thousand ever longer lists to every root subscriber, quadratic in the burst. The
+// first change after a quiet window goes at once; the changes after it within the
+// window go as one list at its end. The host's own root state, which snapshots are
+// taken from, follows every change at once.
+const rootWindow = 10 * time.Millisecond
+
+// rootFlush is the throttle's timer firing.
+type rootFlush struct{}
 
 type terminalEntry struct {
 	pid    *actor.PID
@@ -153,6 +169,14 @@ func (h *host) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		h.restoreSessions(ctx)
+	case *rootFlush:
+		if h.rootTimer != nil {
+			h.sendTerminals()
+		}
+	case *actor.Stopping:
+		if h.rootTimer != nil {
+			h.rootTimer.Stop()
+		}
 	case *Subscribe:
 		if m.Channel == messages.RootURI {
 			h.subs[m.Sub] = true
@@ -420,6 +444,25 @@ func (h *host) publishTerminals(ctx actor.Context) {
 	}
 	a := &messages.Action{Type: messages.RootTerminalsChanged, Terminals: &list}
 	messages.ReduceRoot(&h.root, a)
+	if h.rootTimer != nil {
+		return // the list goes, as it is then, when the window ends
+	}
+	if wait := rootWindow - time.Since(h.rootSent); wait > 0 {
+		self, system := ctx.Self(), ctx.ActorSystem()
+		h.rootTimer = time.AfterFunc(wait, func() { system.Root.Send(self, &rootFlush{}) })
+		return
+	}
+	h.sendTerminals()
+}
+
+// sendTerminals broadcasts the root list as the host's root state holds it now.
+func (h *host) sendTerminals() {
+	if h.rootTimer != nil {
+		h.rootTimer.Stop()
+		h.rootTimer = nil
+	}
+	h.rootSent = time.Now()
+	a := &messages.Action{Type: messages.RootTerminalsChanged, Terminals: h.root.Terminals}
 	h.broadcast(&messages.Envelope{Channel: messages.RootURI, Action: messages.EncodeAction(a)})
 }
 
