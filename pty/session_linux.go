@@ -1,6 +1,7 @@
 package pty
 
 import (
+	"bytes"
 	"os"
 	"strconv"
 	"strings"
@@ -66,12 +67,13 @@ func sessionMembers(sid int) []member {
 		return nil
 	}
 	var out []member
+	var buf [statBufSize]byte
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		s, start, ok := procSessionAndStart(pid)
+		s, start, ok := sessionAndStartInto(pid, buf[:])
 		if ok && s == sid {
 			out = append(out, member{pid, start})
 		}
@@ -81,17 +83,30 @@ func sessionMembers(sid int) []member {
 
 // procSessionAndStart reads a process's session id and start time from its stat.
 func procSessionAndStart(pid int) (int, string, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
+	var buf [statBufSize]byte
+	return sessionAndStartInto(pid, buf[:])
+}
+
+// statBufSize holds any /proc/<pid>/stat: some fifty numbers and a name of at most
+// 64 bytes come to well under half of it.
+const statBufSize = 1024
+
+// sessionAndStartInto is procSessionAndStart reading into buf. A scan of every
+// process reads thousands of these, and os.ReadFile costs each one a poller
+// registration attempt, an fstat and an allocation on top of the open, read and
+// close that are all a stat file needs (it was most of the CPU of disposing
+// terminals whose shells had exited).
+func sessionAndStartInto(pid int, buf []byte) (int, string, bool) {
+	b, ok := readStat(pid, buf)
+	if !ok {
 		return 0, "", false
 	}
-	s := string(b)
 	// The command name is in parentheses and may hold spaces; fields follow it.
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 > len(s) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 > len(b) {
 		return 0, "", false
 	}
-	f := strings.Fields(s[i+2:])
+	f := strings.Fields(string(b[i+2:]))
 	// After the name: state(0) ppid(1) pgrp(2) session(3) … starttime(19).
 	if len(f) < 20 {
 		return 0, "", false
@@ -101,6 +116,27 @@ func procSessionAndStart(pid int) (int, string, bool) {
 		return 0, "", false
 	}
 	return sid, f[19], true
+}
+
+// readStat reads /proc/<pid>/stat into buf in one read, as the kernel hands the whole
+// file over in one.
+func readStat(pid int, buf []byte) ([]byte, bool) {
+	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	for err == syscall.EINTR {
+		fd, err = syscall.Open("/proc/"+strconv.Itoa(pid)+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return nil, false
+	}
+	defer syscall.Close(fd)
+	n, err := syscall.Read(fd, buf)
+	for err == syscall.EINTR {
+		n, err = syscall.Read(fd, buf)
+	}
+	if err != nil || n <= 0 || n == len(buf) {
+		return nil, false
+	}
+	return buf[:n], true
 }
 
 // signalMembers signals each member still alive with the same start time.
