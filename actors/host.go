@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/persistence"
+	"github.com/termhost/termhost/pty"
 )
 
 // Options are the host's limits and choices. The zero value of each field means the
@@ -42,6 +43,10 @@ type Options struct {
 	Store *persistence.Store
 	// CommandTimeout ends a `!` command still running after it. Default 2 minutes.
 	CommandTimeout time.Duration
+
+	// sessions is the host's one session scanner, shared by its terminals (set by
+	// withDefaults, which the host's props call).
+	sessions *pty.SessionScanner
 }
 
 func (o Options) withDefaults() Options {
@@ -68,6 +73,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CommandTimeout <= 0 {
 		o.CommandTimeout = 2 * time.Minute
+	}
+	if o.sessions == nil {
+		o.sessions = &pty.SessionScanner{}
 	}
 	return o
 }
@@ -120,6 +128,9 @@ type host struct {
 	// last went out, and rootTimer, while set, will send the list as it is then.
 	rootSent  time.Time
 	rootTimer *time.Timer
+
+	// spawned counts the terminals made, for their actors' names.
+	spawned int
 }
 
 // rootWindow throttles root/terminalsChanged. It carries the whole list (PROTOCOL.md
@@ -368,7 +379,12 @@ func (h *host) create(ctx actor.Context, m *CreateTerminal) {
 		return
 	}
 	props := newTerminalProps(h.opts, h.journal, ctx.Self(), m, h.defaultShell())
-	pid, err := ctx.SpawnNamed(props, "terminal-"+sanitizeName(m.URI))
+	// The name carries a number of its own: a terminal disposed under the same URI
+	// may still be winding down, or gone with its Terminated not yet here, and a
+	// reused actor id would make that Terminated, or a connection's cached actor,
+	// stand for the new terminal.
+	h.spawned++
+	pid, err := ctx.SpawnNamed(props, fmt.Sprintf("terminal-%s-%d", sanitizeName(m.URI), h.spawned))
 	if err != nil {
 		pid = ctx.Spawn(props)
 	}

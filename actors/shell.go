@@ -21,6 +21,9 @@ type shellHandle struct {
 	logger   *slog.Logger
 	// killGrace is the time between SIGHUP and SIGKILL when the process is ended.
 	killGrace time.Duration
+	// sessions finds an exited shell's session members, one pass for the host's
+	// terminals ended at the same time.
+	sessions *pty.SessionScanner
 
 	mu       sync.Mutex // guards the fields below
 	started  bool
@@ -78,7 +81,7 @@ func (s *shell) Receive(ctx actor.Context) {
 		// The process ends; the terminal hears of it as of any exit.
 		if p := s.process(); p != nil {
 			grace := s.handle.killGrace
-			go pty.Terminate(p, grace)
+			go pty.Terminate(p, grace, s.handle.sessions)
 		}
 	case *shellReleased:
 		ctx.Stop(ctx.Self())
@@ -160,7 +163,7 @@ func (s *shell) release() {
 	if in != nil {
 		in.close()
 	}
-	pty.Terminate(proc, h.killGrace)
+	pty.Terminate(proc, h.killGrace, h.sessions)
 	<-proc.Done()
 	_ = proc.Close()
 }

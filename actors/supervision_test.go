@@ -87,9 +87,11 @@ func TestShellActorRestartKeepsProcessAndState(t *testing.T) {
 		t.Fatalf("create: %v %v", err, res)
 	}
 	sub := newCollector()
-	if _, err := system.Root.RequestFuture(host, &Subscribe{Channel: uri, Sub: sub}, waitTimeout).Result(); err != nil {
+	subRes, err := system.Root.RequestFuture(host, &Subscribe{Channel: uri, Sub: sub}, waitTimeout).Result()
+	if err != nil {
 		t.Fatal(err)
 	}
+	terminalPID := subRes.(*SubscribeResult).Terminal
 	send := func(data string) {
 		raw, _ := json.Marshal(map[string]any{"type": "terminal/input", "data": data})
 		system.Root.Send(host, &Dispatch{Channel: uri, Action: &messages.Action{Type: messages.TerminalInput, Data: &data}, Raw: raw, Sub: sub})
@@ -98,7 +100,6 @@ func TestShellActorRestartKeepsProcessAndState(t *testing.T) {
 	sub.waitUntil(t, "output before the crash", func() bool { return strings.Contains(sub.output(), "before-") })
 	pidBefore := strings.Fields(strings.SplitN(sub.output(), "before-", 2)[1])[0]
 
-	terminalPID := system.NewLocalPID(host.Id + "/terminal-" + sanitizeName(uri))
 	shellPIDs, err := system.Root.RequestFuture(terminalPID, &childrenQuery{}, waitTimeout).Result()
 	if err != nil {
 		t.Fatal(err)

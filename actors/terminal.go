@@ -235,7 +235,7 @@ func (t *terminal) start(ctx actor.Context) {
 		t.listTimer = time.AfterFunc(t.opts.ListTimeout, func() { ctx.ActorSystem().Root.Send(self, &listTimeout{}) })
 		t.prepareIntegration(&spec)
 	}
-	t.handle = &shellHandle{spec: spec, startErr: dirErr, logger: t.opts.Logger, killGrace: t.opts.KillGrace}
+	t.handle = &shellHandle{spec: spec, startErr: dirErr, logger: t.opts.Logger, killGrace: t.opts.KillGrace, sessions: t.opts.sessions}
 	t.shell = ctx.Spawn(newShellProps(t.handle, self))
 	if t.usePty {
 		t.modes = newModeTracker()

@@ -137,7 +137,7 @@ func start(t *testing.T, spec Spec) *running {
 	r := &running{p: p, out: collect(p.Output()), exit: make(chan Exit, 1)}
 	go func() { r.exit <- p.Wait() }()
 	t.Cleanup(func() {
-		Terminate(p, time.Second)
+		Terminate(p, time.Second, nil)
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 		defer cancel()
 		select {

@@ -508,7 +508,9 @@ func SignalName(sig syscall.Signal) string {
 // the group, then, if p has not exited within grace, SIGKILL to the group. It
 // returns once Done is closed or right after the SIGKILL; a grace <= 0 sends the
 // SIGKILL at once. It never calls Wait; the owner does, and Done closes when it has.
-func Terminate(p Process, grace time.Duration) {
+// sessions, shared by a host's terminals, finds an exited shell's session; nil scans
+// alone.
+func Terminate(p Process, grace time.Duration, sessions *SessionScanner) {
 	// The session's members are read while the shell still holds its session, so
 	// background jobs in process groups of their own are ended with it.
 	var members []member
@@ -516,15 +518,15 @@ func Terminate(p Process, grace time.Duration) {
 		select {
 		case <-p.Done():
 			// The shell is gone: what it left behind has been handed to init, so only
-			// a scan of every process finds its session.
-			members = sessionMembers(pid)
+			// a scan of every process finds its session (shared with other disposes).
+			members = sessions.members(pid)
 		default:
 			// While the shell lives its jobs are its descendants, found without
 			// reading every process on the machine (which made disposing many
 			// terminals quadratic).
 			var ok bool
 			if members, ok = descendants(pid); !ok {
-				members = sessionMembers(pid)
+				members = sessions.members(pid)
 			}
 		}
 	}

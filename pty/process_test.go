@@ -330,7 +330,7 @@ func TestTerminateEndsTheGroup(t *testing.T) {
 		ctx := testContext(t)
 		r := start(t, Spec{Command: "sleep 1000 & echo pid=$!; wait", UsePty: usePty})
 		child := watchChild(t, r.out.waitFor(ctx, t, "\n"))
-		Terminate(r.p, testTimeout)
+		Terminate(r.p, testTimeout, nil)
 		if got := r.waitExit(ctx, t); got != (Exit{Code: 129, Signal: "SIGHUP"}) {
 			t.Fatalf("exit = %+v, want SIGHUP", got)
 		}
@@ -345,7 +345,7 @@ func TestTerminateEscalatesToKill(t *testing.T) {
 		// Both ignore SIGHUP, so only the SIGKILL after the grace ends them.
 		r := start(t, Spec{Command: "trap '' HUP; sleep 1000 & echo pid=$!; wait", UsePty: usePty})
 		child := watchChild(t, r.out.waitFor(ctx, t, "\n"))
-		Terminate(r.p, 50*time.Millisecond)
+		Terminate(r.p, 50*time.Millisecond, &SessionScanner{})
 		if got := r.waitExit(ctx, t); got != (Exit{Code: 137, Signal: "SIGKILL"}) {
 			t.Fatalf("exit = %+v, want SIGKILL", got)
 		}

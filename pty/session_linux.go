@@ -62,11 +62,17 @@ func descendants(pid int) ([]member, bool) {
 // puts each job in a process group of its own, so signalling the shell's group alone
 // would leave a backgrounded `sleep 1000 &` running; the session holds them all.
 func sessionMembers(sid int) []member {
+	return scanSessions(map[int]bool{sid: true})[sid]
+}
+
+// scanSessions lists the members of each of the sessions in one pass over every
+// process on the machine.
+func scanSessions(sids map[int]bool) map[int][]member {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	var out []member
+	out := map[int][]member{}
 	var buf [statBufSize]byte
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -74,8 +80,8 @@ func sessionMembers(sid int) []member {
 			continue
 		}
 		s, start, ok := sessionAndStartInto(pid, buf[:])
-		if ok && s == sid {
-			out = append(out, member{pid, start})
+		if ok && sids[s] {
+			out[s] = append(out[s], member{pid, start})
 		}
 	}
 	return out
