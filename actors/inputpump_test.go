@@ -42,13 +42,20 @@ func (w *stingyWriter) String() string {
 	return w.got.String()
 }
 
-// Input the process cannot take at once is finished by the pump, and what is typed
-// meanwhile follows it: nothing lost, nothing reordered.
+// Input typed before the process started, and input the process cannot take at once,
+// are finished by the pump, and what is typed meanwhile follows: nothing lost,
+// nothing reordered.
 func TestInputPumpKeepsOrderAcrossAFullBuffer(t *testing.T) {
 	w := &stingyWriter{room: 3}
-	p := newInputPump(w, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	p := newInputPump(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	defer p.close()
 	var want bytes.Buffer
+	// Typed before the process started, then after: the early input goes first.
+	for _, s := range []string{"early ", "typing "} {
+		p.push([]byte(s))
+		want.WriteString(s)
+	}
+	p.attach(w)
 	for _, s := range []string{"a", "bcdefgh", "ij", "klmnopqrstuvwxyz", "0"} {
 		p.push([]byte(s))
 		want.WriteString(s)

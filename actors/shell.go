@@ -24,12 +24,15 @@ type shellHandle struct {
 	// sessions finds an exited shell's session members, one pass for the host's
 	// terminals ended at the same time.
 	sessions *pty.SessionScanner
+	// input takes everything written to the process, from the terminal and the
+	// shell actor alike; it is made with the handle, so a write made before the
+	// process starts waits in it, in order, and goes first.
+	input *inputPump
 
 	mu       sync.Mutex // guards the fields below
 	started  bool
 	released bool
 	proc     pty.Process
-	input    *inputPump
 }
 
 // shell owns one process: it starts it, writes to it, resizes and signals it, and
@@ -49,9 +52,7 @@ func (s *shell) Receive(ctx actor.Context) {
 	case *actor.Started:
 		s.start(ctx)
 	case *shellWrite:
-		if in := s.inputPump(); in != nil {
-			in.push(m.data)
-		}
+		s.handle.input.push(m.data)
 	case *shellResize:
 		if p := s.process(); p != nil {
 			if err := p.Resize(m.cols, m.rows); err != nil {
@@ -100,19 +101,6 @@ func (s *shell) process() pty.Process {
 	return s.handle.proc
 }
 
-func (s *shell) inputPump() *inputPump {
-	return s.handle.inputPump()
-}
-
-func (h *shellHandle) inputPump() *inputPump {
-	if h == nil {
-		return nil
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.input
-}
-
 // start starts the process, or, after a restart, finds it already running: the reader
 // and waiter goroutines report to the terminal, not to this instance, so they carry on.
 func (s *shell) start(ctx actor.Context) {
@@ -135,8 +123,8 @@ func (s *shell) start(ctx actor.Context) {
 		return
 	}
 	h.proc = proc
-	h.input = newInputPump(proc, h.logger)
 	h.mu.Unlock()
+	h.input.attach(proc)
 
 	system, term := ctx.ActorSystem(), s.terminal
 	ctx.Send(term, &shellStarted{pid: proc.Pid()})
@@ -153,15 +141,13 @@ func (s *shell) start(ctx actor.Context) {
 func (s *shell) release() {
 	h := s.handle
 	h.mu.Lock()
-	proc, in := h.proc, h.input
+	proc := h.proc
 	released := h.released
 	h.released = true
 	h.mu.Unlock()
+	h.input.close()
 	if proc == nil || released {
 		return
-	}
-	if in != nil {
-		in.close()
 	}
 	pty.Terminate(proc, h.killGrace, h.sessions)
 	<-proc.Done()
@@ -204,14 +190,15 @@ func readOutput(system *actor.ActorSystem, term *actor.PID, out io.Reader) {
 
 // inputPump writes input to the process. A write the process can take at once is
 // made by the caller (a keystroke goes straight to the terminal, with no hand-off);
-// what it cannot take yet is queued for the pump's own goroutine, so a child that
-// does not read its input never blocks the shell actor's or the terminal's mailbox.
+// what it cannot take yet, or what comes before the process is attached, is queued
+// for the pump's own goroutine, so a child that does not read its input never blocks
+// the shell actor's or the terminal's mailbox.
 type inputPump struct {
-	w      io.Writer
-	try    tryWriter // w's non-blocking write, or nil: everything goes through the queue
 	logger *slog.Logger
 
-	mu      sync.Mutex // guards queue, writing and closed
+	mu      sync.Mutex // guards the fields below
+	w       io.Writer  // the process; nil until attach
+	try     tryWriter  // w's non-blocking write, or nil: everything goes through the queue
 	queue   [][]byte
 	writing bool // a write is under way, by the pump or a caller; the next waits
 	closed  bool
@@ -224,11 +211,23 @@ type tryWriter interface {
 	TryWrite(b []byte) (int, error)
 }
 
-func newInputPump(w io.Writer, logger *slog.Logger) *inputPump {
-	p := &inputPump{w: w, logger: logger, wake: make(chan struct{}, 1)}
+func newInputPump(logger *slog.Logger) *inputPump {
+	return &inputPump{logger: logger, wake: make(chan struct{}, 1)}
+}
+
+// attach gives the pump its process and starts its goroutine; what was pushed before
+// is written first, in order.
+func (p *inputPump) attach(w io.Writer) {
+	p.mu.Lock()
+	if p.closed || p.w != nil {
+		p.mu.Unlock()
+		return
+	}
+	p.w = w
 	p.try, _ = w.(tryWriter)
+	p.mu.Unlock()
 	go p.run()
-	return p
+	p.signal()
 }
 
 func (p *inputPump) push(b []byte) {
@@ -292,11 +291,11 @@ func (p *inputPump) run() {
 				p.mu.Unlock()
 				break
 			}
-			b := p.queue[0]
+			b, w := p.queue[0], p.w
 			p.queue = p.queue[1:]
 			p.writing = true
 			p.mu.Unlock()
-			if _, err := p.w.Write(b); err != nil {
+			if _, err := w.Write(b); err != nil {
 				p.logWriteError(err)
 			}
 			p.mu.Lock()

@@ -235,7 +235,8 @@ func (t *terminal) start(ctx actor.Context) {
 		t.listTimer = time.AfterFunc(t.opts.ListTimeout, func() { ctx.ActorSystem().Root.Send(self, &listTimeout{}) })
 		t.prepareIntegration(&spec)
 	}
-	t.handle = &shellHandle{spec: spec, startErr: dirErr, logger: t.opts.Logger, killGrace: t.opts.KillGrace, sessions: t.opts.sessions}
+	t.handle = &shellHandle{spec: spec, startErr: dirErr, logger: t.opts.Logger, killGrace: t.opts.KillGrace, sessions: t.opts.sessions,
+		input: newInputPump(t.opts.Logger)}
 	t.shell = ctx.Spawn(newShellProps(t.handle, self))
 	if t.usePty {
 		t.modes = newModeTracker()
@@ -553,7 +554,7 @@ func (t *terminal) writeInput(ctx actor.Context, data string) {
 		if t.tracker != nil {
 			t.tracker.Input(data)
 		}
-		t.send(ctx, []byte(data))
+		t.send([]byte(data))
 		return
 	}
 	var b strings.Builder
@@ -561,7 +562,7 @@ func (t *terminal) writeInput(ctx actor.Context, data string) {
 		switch c := data[i]; c {
 		case 0x03:
 			if b.Len() > 0 {
-				t.send(ctx, []byte(b.String()))
+				t.send([]byte(b.String()))
 				b.Reset()
 			}
 			ctx.Send(t.shell, &shellInterrupt{})
@@ -575,20 +576,15 @@ func (t *terminal) writeInput(ctx actor.Context, data string) {
 		}
 	}
 	if b.Len() > 0 {
-		t.send(ctx, []byte(b.String()))
+		t.send([]byte(b.String()))
 	}
 }
 
 // send writes input to the process through its pump, skipping the shell actor's
-// mailbox: the terminal is the pump's one typing caller, so the order holds. Before
-// the shell has started there is no pump yet, and the write queues in the shell
-// actor's mailbox behind its start.
-func (t *terminal) send(ctx actor.Context, b []byte) {
-	if in := t.handle.inputPump(); in != nil {
-		in.push(b)
-		return
-	}
-	ctx.Send(t.shell, &shellWrite{data: b})
+// mailbox: the pump keeps the order of everything pushed to it, from before the
+// process started too.
+func (t *terminal) send(b []byte) {
+	t.handle.input.push(b)
 }
 
 func (t *terminal) dispose(ctx actor.Context) {
