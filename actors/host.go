@@ -14,6 +14,10 @@ import (
 	"github.com/termhost/termhost/pty"
 )
 
+// DefaultScrollbackLimit is how many characters a terminal keeps when Options says
+// nothing else.
+const DefaultScrollbackLimit = 200_000
+
 // Options are the host's limits and choices. The zero value of each field means the
 // default its comment names.
 type Options struct {
@@ -51,7 +55,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.ScrollbackLimit <= 0 {
-		o.ScrollbackLimit = 200_000
+		o.ScrollbackLimit = DefaultScrollbackLimit
 	}
 	if o.ListTimeout <= 0 {
 		o.ListTimeout = 10 * time.Second

@@ -130,10 +130,16 @@ func (h *LocalHost) Close() error {
 	case <-time.After(30 * time.Second):
 		err = errors.New("bench: the in-process host did not shut down within 30 s")
 	}
-	if h.restoreHome != nil {
-		h.restoreHome()
+	return leaveState(h.stateDir, h.restoreHome, err)
+}
+
+// leaveState puts HOME back (restoreHome may be nil) and removes a started host's
+// state folder once it has stopped; err is how the stop went, and comes first.
+func leaveState(stateDir string, restoreHome func(), err error) error {
+	if restoreHome != nil {
+		restoreHome()
 	}
-	if rmErr := os.RemoveAll(h.stateDir); err == nil {
+	if rmErr := os.RemoveAll(stateDir); err == nil {
 		err = rmErr
 	}
 	return err

@@ -138,11 +138,5 @@ func (h *HostProcess) Close() error {
 			err = errors.New("bench: the host process did not stop within 30 s of SIGTERM")
 		}
 	}
-	if h.restoreHome != nil {
-		h.restoreHome()
-	}
-	if rmErr := os.RemoveAll(h.stateDir); err == nil {
-		err = rmErr
-	}
-	return err
+	return leaveState(h.stateDir, h.restoreHome, err)
 }

@@ -90,7 +90,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.BehindBytes <= 0 {
 		cfg.BehindBytes = cfg.Host.ScrollbackLimit
 		if cfg.BehindBytes <= 0 {
-			cfg.BehindBytes = 200_000
+			cfg.BehindBytes = actors.DefaultScrollbackLimit
 		}
 	}
 	if cfg.BehindGrace <= 0 {
