@@ -49,12 +49,10 @@ func runEcho(ctx context.Context, e *env, r *Result) error {
 		return err
 	}
 	rawCPU.stop()
-	hostCPU := meterCPU(e.pid)
-	hostTimes, pings, err := e.hostEcho(ctx, keys)
+	hostTimes, pings, hostCPU, err := e.hostEcho(ctx, keys)
 	if err != nil {
 		return err
 	}
-	hostCPU.stop()
 	hm, hp := percentile(hostTimes, 0.5), percentile(hostTimes, 0.99)
 	rm, rp := percentile(rawTimes, 0.5), percentile(rawTimes, 0.99)
 	f := r.add(Figure{Name: "round trip, median", Value: hm.Seconds(), Unit: UnitSeconds}).withRaw(rm.Seconds())
@@ -70,17 +68,19 @@ func runEcho(ctx context.Context, e *env, r *Result) error {
 	r.add(Figure{Name: "round trip ÷ (ping + raw), median", Value: hm.Seconds() / floor.Seconds(), Unit: UnitRatio})
 	if hostCPU.ok && rawCPU.ok && !e.cfg.InProcess {
 		// The host's run also answered the pings; they are cheap beside a keystroke.
-		r.add(Figure{Name: "CPU per keystroke, host", Value: hostCPU.process / float64(len(hostTimes)+len(pings)), Unit: UnitSeconds}).withRaw(rawCPU.process / float64(len(rawTimes)))
+		// Both loops' warm-up keystrokes ran inside their meters too.
+		r.add(Figure{Name: "CPU per keystroke, host", Value: hostCPU.process / float64(keys+echoWarmup), Unit: UnitSeconds}).withRaw(rawCPU.process / float64(keys+echoWarmup))
 	}
 	e.noteShared(r)
 	return nil
 }
 
 // hostEcho times keystrokes through a terminal on the host.
-func (e *env) hostEcho(ctx context.Context, keys int) (times, pings []time.Duration, err error) {
+// The meter it returns covers the keystrokes alone, not the set-up or the pings.
+func (e *env) hostEcho(ctx context.Context, keys int) (times, pings []time.Duration, keysCPU *cpuMeter, err error) {
 	k, err := e.dialCtl(ctx, "echo")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer k.Close()
 	wctx, cancel := e.waitCtx(ctx)
@@ -88,7 +88,7 @@ func (e *env) hostEcho(ctx context.Context, keys int) (times, pings []time.Durat
 	uri := e.uri("echo", 0)
 	w := k.watch(uri)
 	if err := k.create(wctx, uri, e.echoCommand()); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer func() {
 		dctx, cancel := e.waitCtx(context.WithoutCancel(ctx))
@@ -97,20 +97,21 @@ func (e *env) hostEcho(ctx context.Context, keys int) (times, pings []time.Durat
 	}()
 	st, err := k.subscribe(wctx, uri)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// cat is running once "ready" is out (the snapshot, or data after it).
 	seen := st.Text()
 	for !strings.Contains(seen, "ready") {
 		env, err := nextEnvelope(wctx, k, w)
 		if err != nil {
-			return nil, nil, fmt.Errorf("waiting for cat: %w (saw %q)", err, seen)
+			return nil, nil, nil, fmt.Errorf("waiting for cat: %w (saw %q)", err, seen)
 		}
 		if d := envelopeData(env); d != "" {
 			seen += d
 		}
 	}
 	times = make([]time.Duration, 0, keys)
+	keysCPU = meterCPU(e.pid)
 	var sent atomic.Int64
 	stop := e.prog.every(func() string { return fmt.Sprintf("echo: %d of %d keystrokes", sent.Load(), keys+echoWarmup) })
 	defer stop()
@@ -119,15 +120,15 @@ func (e *env) hostEcho(ctx context.Context, keys int) (times, pings []time.Durat
 		key := string(keyFor(i))
 		start := time.Now()
 		if err := k.input(wctx, uri, key); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		for {
 			env, err := nextEnvelope(wctx, k, w)
 			if err != nil {
-				return nil, nil, fmt.Errorf("keystroke %d: %w", i, err)
+				return nil, nil, nil, fmt.Errorf("keystroke %d: %w", i, err)
 			}
 			if env.RejectionReason != "" {
-				return nil, nil, fmt.Errorf("keystroke %d was refused: %s", i, env.RejectionReason)
+				return nil, nil, nil, fmt.Errorf("keystroke %d was refused: %s", i, env.RejectionReason)
 			}
 			if strings.Contains(envelopeData(env), key) {
 				break
@@ -137,15 +138,16 @@ func (e *env) hostEcho(ctx context.Context, keys int) (times, pings []time.Durat
 			times = append(times, time.Since(start))
 		}
 	}
+	keysCPU.stop()
 	pings = make([]time.Duration, 0, keys)
 	for range keys {
 		start := time.Now()
 		if _, err := k.Request(wctx, "ping", nil); err != nil {
-			return nil, nil, fmt.Errorf("ping: %w", err)
+			return nil, nil, nil, fmt.Errorf("ping: %w", err)
 		}
 		pings = append(pings, time.Since(start))
 	}
-	return times, pings, nil
+	return times, pings, keysCPU, nil
 }
 
 // rawEcho times keystrokes through cat on a local pseudoterminal (or pipes).

@@ -250,14 +250,14 @@ func (s *rssSampler) stop() int64 {
 // cpuMeter measures, between its start and stop, one process's CPU time and the
 // share of the machine's CPUs that were busy. ok is false where /proc does not say.
 type cpuMeter struct {
-	pid                  int
-	process              float64 // the process's CPU seconds
-	busy                 float64 // the machine's busy share, 0 to 1
-	switches             int64   // the machine's context switches
-	ok                   bool
-	startSwitches        int64
-	startCPU             float64
-	startBusy, startTime int64
+	pid      int
+	process  float64 // the process's CPU seconds
+	busy     float64 // the machine's busy share, 0 to 1
+	switches int64   // the machine's context switches
+	ok       bool
+
+	startCPU     float64
+	startMachine machineStat
 }
 
 func meterCPU(pid int) *cpuMeter {
@@ -266,10 +266,9 @@ func meterCPU(pid int) *cpuMeter {
 		return m
 	}
 	cpu, ok1 := cpuSeconds(pid)
-	busy, total, ok2 := machineBusy()
-	sw, ok3 := contextSwitches()
-	m.ok = ok1 && ok2 && ok3
-	m.startCPU, m.startBusy, m.startTime, m.startSwitches = cpu, busy, total, sw
+	ms, ok2 := readMachineStat()
+	m.ok = ok1 && ok2
+	m.startCPU, m.startMachine = cpu, ms
 	return m
 }
 
@@ -278,13 +277,12 @@ func (m *cpuMeter) stop() {
 		return
 	}
 	cpu, ok1 := cpuSeconds(m.pid)
-	busy, total, ok2 := machineBusy()
-	sw, ok3 := contextSwitches()
-	if !ok1 || !ok2 || !ok3 || total <= m.startTime {
+	ms, ok2 := readMachineStat()
+	if !ok1 || !ok2 || ms.total <= m.startMachine.total {
 		m.ok = false
 		return
 	}
 	m.process = cpu - m.startCPU
-	m.busy = float64(busy-m.startBusy) / float64(total-m.startTime)
-	m.switches = sw - m.startSwitches
+	m.busy = float64(ms.busy-m.startMachine.busy) / float64(ms.total-m.startMachine.total)
+	m.switches = ms.switches - m.startMachine.switches
 }

@@ -141,45 +141,44 @@ func cpuSeconds(pid int) (float64, bool) {
 	return float64(user+sys) / clockTicks, true
 }
 
-// machineBusy is the machine's CPU time spent busy and in all, in ticks, from the
-// first line of /proc/stat; two readings give how busy the machine was between them.
-func machineBusy() (busy, total int64, ok bool) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 5 || f[0] != "cpu" {
-		return 0, 0, false
-	}
-	for i, v := range f[1:] {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, 0, false
-		}
-		total += n
-		// idle (4th) and iowait (5th) are the idle columns.
-		if i != 3 && i != 4 {
-			busy += n
-		}
-	}
-	return busy, total, true
+// machineStat is one reading of /proc/stat: the machine's CPU time spent busy and in
+// all, in ticks (two readings give how busy it was between them), and the context
+// switches made since boot. A thread woken or put to sleep costs a switch; on a
+// virtual machine that is dear, and the host's wake-ups per MB show in it.
+type machineStat struct {
+	busy, total, switches int64
 }
 
-// contextSwitches is how many context switches the machine has made since boot (the
-// ctxt line of /proc/stat). A thread woken or put to sleep costs one; on a virtual
-// machine that is dear, and the host's wake-ups per MB show in it.
-func contextSwitches() (int64, bool) {
+func readMachineStat() (machineStat, bool) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, false
+		return machineStat{}, false
 	}
+	var m machineStat
+	cpuSeen, ctxtSeen := false, false
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "ctxt "); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n, err == nil
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 5 && f[0] == "cpu":
+			for i, v := range f[1:] {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return machineStat{}, false
+				}
+				m.total += n
+				// idle (4th) and iowait (5th) are the idle columns.
+				if i != 3 && i != 4 {
+					m.busy += n
+				}
+			}
+			cpuSeen = true
+		case len(f) == 2 && f[0] == "ctxt":
+			n, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return machineStat{}, false
+			}
+			m.switches, ctxtSeen = n, true
 		}
 	}
-	return 0, false
+	return m, cpuSeen && ctxtSeen
 }

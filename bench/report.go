@@ -215,6 +215,8 @@ func formatValue(v float64, unit string) string {
 		}
 	case UnitRatio:
 		return fmt.Sprintf("%.3f", v)
+	case UnitCount:
+		return fmt.Sprintf("%.0f", v)
 	default:
 		return fmt.Sprintf("%g", v)
 	}
