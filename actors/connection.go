@@ -476,7 +476,8 @@ func (c *connection) reconnect(ctx actor.Context, id json.RawMessage, raw json.R
 			// A client that fell far behind (one closed as slow, say) would get back
 			// more than the state it missed, in one answer that could pass its queue's
 			// bound and close it again: past the snapshots' own size, it gets those.
-			if size <= max(replayFloor, snapshotsSize(snaps)) {
+			// (The snapshots are encoded to be weighed only when the replay is not small.)
+			if size <= replayFloor || size <= snapshotsSize(snaps) {
 				result = map[string]any{"type": "replay", "actions": actions, "missing": nonNil(missing)}
 			}
 		}
