@@ -56,6 +56,10 @@ type Config struct {
 	// MaxInFlight bounds the frames one connection has read and not yet had handled,
 	// so a flooding client is slowed by TCP rather than growing a mailbox. Default 64.
 	MaxInFlight int
+	// MaxAnonymous bounds the WebSockets open at once without a valid token, so that
+	// one local process cannot hold every descriptor of the host. Signed-in
+	// connections are not counted and never refused by it. Default 64.
+	MaxAnonymous int
 	Version     string
 	Logger      *slog.Logger
 }
@@ -68,10 +72,12 @@ type Server struct {
 	host    *actor.PID
 	journal *actors.Journal
 
-	mu sync.Mutex // guards conns and closing
+	mu sync.Mutex // guards conns, anonymous and closing
 	// conns are the open WebSockets and their connection actors (nil until spawned).
-	conns   map[*websocket.Conn]*actor.PID
-	closing bool
+	conns map[*websocket.Conn]*actor.PID
+	// anonymous counts the open WebSockets (and upgrades under way) without a valid token.
+	anonymous int
+	closing   bool
 	// loopbackOnly is set by Serve from the listener's address.
 	loopbackOnly bool
 }
@@ -110,6 +116,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxInFlightBytes < cfg.MaxFrameBytes {
 		cfg.MaxInFlightBytes = cfg.MaxFrameBytes
+	}
+	if cfg.MaxAnonymous <= 0 {
+		cfg.MaxAnonymous = 64
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
@@ -273,17 +282,36 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	closing := s.closing
+	closing, crowded := s.closing, !ok && s.anonymous >= s.cfg.MaxAnonymous
+	if !closing && !crowded && !ok {
+		s.anonymous++
+	}
 	s.mu.Unlock()
 	if closing {
 		http.Error(w, "termhost: the host is shutting down", http.StatusServiceUnavailable)
 		return
+	}
+	if crowded {
+		s.log.Warn("refused a connection without a token: too many are open", "remote", r.RemoteAddr, "limit", s.cfg.MaxAnonymous)
+		http.Error(w, "termhost: too many connections without a token are open; sign in with ?tkn=TOKEN or Authorization: Bearer TOKEN", http.StatusServiceUnavailable)
+		return
+	}
+	if !ok {
+		defer func() {
+			s.mu.Lock()
+			s.anonymous--
+			s.mu.Unlock()
+		}()
 	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowOrigins})
 	if err != nil {
 		s.log.Debug("websocket upgrade refused", "remote", r.RemoteAddr, "err", err)
 		return
 	}
+	// However the connection ends (a close frame, a peer that vanished, a read error,
+	// shutdown), its socket is released here: the library leaves a connection whose
+	// read failed open, holding its descriptor in CLOSE-WAIT for good.
+	defer func() { _ = conn.CloseNow() }()
 	conn.SetReadLimit(s.cfg.MaxFrameBytes)
 	s.mu.Lock()
 	if s.closing {
