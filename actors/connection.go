@@ -71,6 +71,9 @@ type connection struct {
 	viaHost map[string]bool
 	// gone is set once the socket went: a subscribe answered after that is undone.
 	gone bool
+	// closing is set once this actor asked for the socket to close (a revoked
+	// token, narrowed rights): frames still arriving are not handled.
+	closing bool
 }
 
 // NewConnectionProps makes the props of a connection actor.
@@ -93,10 +96,14 @@ func (c *connection) Receive(ctx actor.Context) {
 		// Who is asking is read again for every frame: the users file may have
 		// revoked the token or changed its role since the socket opened, and every
 		// grant check below (c.may or c.cfg.Principal.Can alike) sees that at once.
-		if c.cfg.Refresh != nil {
-			c.cfg.Principal = c.cfg.Refresh()
+		// Such a frame is refused here; the connection itself is closed by the next
+		// Recheck.
+		if !c.closing {
+			if c.cfg.Refresh != nil {
+				c.cfg.Principal = c.cfg.Refresh()
+			}
+			c.handle(ctx, m.Data)
 		}
-		c.handle(ctx, m.Data)
 		if c.cfg.Done != nil {
 			c.cfg.Done(len(m.Data))
 		}
@@ -678,25 +685,38 @@ func actionGrant(actionType string) string {
 
 // readGrant is the grant reading a channel needs: a session or chat is read by whoever
 // may take part in it, anything else is a terminal's output.
-// recheck applies a change of the users file to what this connection already holds.
+// recheck reads who this connection's sign-in is now and applies it to what the
+// connection already holds: one whose token was revoked, or that may no longer read a
+// channel it is subscribed to, is closed with a reason saying which.
 func (c *connection) recheck() {
-	if c.cfg.Refresh == nil || c.cfg.Close == nil || c.gone {
+	if c.cfg.Refresh == nil || c.cfg.Close == nil || c.gone || c.closing {
 		return
 	}
-	was := c.cfg.Principal
 	c.cfg.Principal = c.cfg.Refresh()
-	if was.SignedIn() && !c.cfg.Principal.SignedIn() {
-		c.cfg.Close(ReasonSignedOut)
+	// Refresh is set only for a connection that signed in on its upgrade, so nobody
+	// now means its token went. This is not a comparison with the principal before:
+	// a frame that came in since the revocation has already made that nobody.
+	if !c.cfg.Principal.SignedIn() {
+		c.closeFor(ReasonSignedOut)
 		return
 	}
 	for ch := range c.subscribed {
 		if ch != messages.RootURI && !c.may(readGrant(ch)) {
-			c.cfg.Close(ReasonRightsChanged)
+			c.closeFor(ReasonRightsChanged)
 			return
 		}
 	}
 }
 
+// closeFor closes the connection once, for reason; frames that were already read
+// are not handled after it.
+func (c *connection) closeFor(reason CloseReason) {
+	c.closing = true
+	c.cfg.Close(reason)
+}
+
+// readGrant is the grant reading a channel needs: a session or chat is read by whoever
+// may take part in it, anything else is a terminal's output.
 func readGrant(channel string) string {
 	if strings.HasPrefix(channel, "ahp-session:") || strings.HasPrefix(channel, "ahp-chat:") {
 		return auth.GrantChatSend

@@ -3,12 +3,17 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
+	"github.com/termhost/termhost/actors"
+	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -126,4 +131,54 @@ func refusalBody(resp *http.Response) string {
 	n, _ := resp.Body.Read(buf)
 	b.Write(buf[:n])
 	return b.String()
+}
+
+// TestBusyRevokedConnectionIsClosed: a member subscribed to the root who keeps sending
+// frames is closed with 1008 once its token is revoked, as a quiet one is; its own
+// frames must not keep it signed in as nobody.
+func TestBusyRevokedConnectionIsClosed(t *testing.T) {
+	h := startHost(t)
+	cli, err := auth.Open(filepath.Dir(h.store.Path()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cli.AddToken("busy", auth.RoleMember)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := h.dialAs(t, tok, "busy", messages.RootURI)
+	stop := make(chan struct{})
+	sent := make(chan struct{})
+	go func() { // a frame every 5 ms until the connection ends
+		defer close(sent)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		ping := []byte(`{"jsonrpc":"2.0","method":"ping","params":{"channel":"ahp-root://"}}`)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-c.Done():
+				return
+			case <-tick.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = c.WS().Write(ctx, websocket.MessageText, ping)
+			cancel()
+		}
+	}()
+	defer func() { close(stop); <-sent }()
+
+	if _, err := cli.Revoke("busy"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(waitTimeout):
+		t.Fatal("a busy connection stayed open after its token was revoked")
+	}
+	var ce websocket.CloseError
+	if err := c.Err(); !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || ce.Reason != string(actors.ReasonSignedOut) {
+		t.Fatalf("the connection ended with %v, want 1008 %q", err, actors.ReasonSignedOut)
+	}
 }
