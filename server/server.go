@@ -60,8 +60,8 @@ type Config struct {
 	// one local process cannot hold every descriptor of the host. Signed-in
 	// connections are not counted and never refused by it. Default 64.
 	MaxAnonymous int
-	Version     string
-	Logger      *slog.Logger
+	Version      string
+	Logger       *slog.Logger
 }
 
 // Server serves AHP over WebSocket.
