@@ -298,6 +298,9 @@ func (c *connection) readable(channels []string) []string {
 			continue
 		}
 		seen[ch] = true
+		if messages.CheckURI(ch) != nil {
+			continue
+		}
 		if ch == messages.RootURI || c.may(readGrant(ch)) {
 			out = append(out, ch)
 		}
@@ -401,8 +404,8 @@ func (c *connection) subscribe(ctx actor.Context, id json.RawMessage, raw json.R
 		c.fail(id, e)
 		return
 	}
-	if p.Channel == "" {
-		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel is required"))
+	if err := messages.CheckURI(p.Channel); err != nil {
+		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel: %v", err))
 		return
 	}
 	latency, e := p.latency()
@@ -560,8 +563,18 @@ func (c *connection) createTerminal(ctx actor.Context, id json.RawMessage, raw j
 	if !c.admit(id, auth.GrantTerminalCreate, raw, &p) {
 		return
 	}
-	if p.Channel == "" || !strings.Contains(p.Channel, ":") {
-		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel must be the new terminal's URI"))
+	if err := messages.CheckURI(p.Channel); err != nil {
+		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel must be the new terminal's URI: %v", err))
+		return
+	}
+	// A terminal takes only a terminal's URI: under any other scheme it could stand
+	// in for a session's or a chat's channel created later.
+	if !messages.IsTerminalURI(p.Channel) {
+		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: %q is not a terminal URI (ahp-terminal:/… or agenthost-terminal:/…)", p.Channel))
+		return
+	}
+	if err := messages.CheckTitle("the name", p.Name); err != nil {
+		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: %v", err))
 		return
 	}
 	claim := messages.Claim{Kind: messages.ClaimClient}
@@ -739,7 +752,7 @@ func (c *connection) notification(ctx actor.Context, method string, raw json.Raw
 			return
 		}
 		var p dispatchParams
-		if decodeParams(raw, &p) != nil || p.Channel == "" || len(p.Action) == 0 {
+		if decodeParams(raw, &p) != nil || messages.CheckURI(p.Channel) != nil || len(p.Action) == 0 {
 			c.cfg.Logger.Debug("dropping a malformed dispatch", "conn", c.clientID)
 			return
 		}
@@ -756,6 +769,12 @@ func (c *connection) notification(ctx actor.Context, method string, raw json.Raw
 		if grant := actionGrant(a.Type); grant != "" && !c.may(grant) {
 			c.cfg.Journal.Reject(c.cfg.Outbox, p.Channel, p.Action, origin, c.cfg.Principal.Refusal(grant))
 			return
+		}
+		if a.Title != nil {
+			if err := messages.CheckTitle("the title", *a.Title); err != nil {
+				c.cfg.Journal.Reject(c.cfg.Outbox, p.Channel, p.Action, origin, err.Error())
+				return
+			}
 		}
 		d := &Dispatch{Channel: p.Channel, Action: &a, Raw: p.Action, Origin: origin, Sub: c.cfg.Outbox}
 		if !strings.HasPrefix(a.Type, "terminal/") {
@@ -797,7 +816,7 @@ func (c *connection) createSession(ctx actor.Context, id json.RawMessage, raw js
 	if !c.admit(id, auth.GrantChatSend, raw, &p) {
 		return
 	}
-	if !strings.HasPrefix(p.Channel, "ahp-session:") {
+	if err := messages.CheckURI(p.Channel); err != nil || !strings.HasPrefix(p.Channel, "ahp-session:") {
 		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel must be an ahp-session: URI"))
 		return
 	}
@@ -813,6 +832,15 @@ func (c *connection) createChat(ctx actor.Context, id json.RawMessage, raw json.
 	var p createChatParams
 	if !c.admit(id, auth.GrantChatSend, raw, &p) {
 		return
+	}
+	for _, uri := range []string{p.Channel, p.Chat} {
+		if uri == "" {
+			continue
+		}
+		if err := messages.CheckURI(uri); err != nil {
+			c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: %v", err))
+			return
+		}
 	}
 	c.askSession(ctx, id, &CreateChat{Session: p.Channel, Chat: p.Chat})
 }

@@ -185,3 +185,7 @@ type ScreenInfo struct {
 
 // KillTerminal ends a terminal's process and leaves its row listed.
 type KillTerminal struct{ URI string }
+
+// WithDefaults is o with each zero value replaced by its default, for what must agree
+// with the host before it starts (the folder a handshake names as defaultDirectory).
+func (o Options) WithDefaults() Options { return o.withDefaults() }

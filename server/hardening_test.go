@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,9 @@ import (
 	"github.com/coder/websocket"
 	"github.com/termhost/termhost/actors"
 	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/client"
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/server"
 )
 
 // Hardening: what a careless or hostile client leaves behind when it goes, and what
@@ -180,5 +183,111 @@ func TestBusyRevokedConnectionIsClosed(t *testing.T) {
 	var ce websocket.CloseError
 	if err := c.Err(); !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || ce.Reason != string(actors.ReasonSignedOut) {
 		t.Fatalf("the connection ended with %v, want 1008 %q", err, actors.ReasonSignedOut)
+	}
+}
+
+// rootTerminals is the root list as a new client's handshake gives it.
+func rootTerminals(t *testing.T, h *testHost, clientID string) []messages.TerminalInfo {
+	t.Helper()
+	_, res := h.dialAs(t, h.owner, clientID, messages.RootURI)
+	st := rootSnapshot(t, res)
+	if st.Terminals == nil {
+		return nil
+	}
+	return *st.Terminals
+}
+
+// TestNamesAndTitlesAreBounded: a name or title over MaxTitleBytes is refused with a
+// reason, so nobody's handshake carries megabytes of someone's name; one at the limit
+// is kept whole.
+func TestNamesAndTitlesAreBounded(t *testing.T) {
+	h := startHost(t)
+	c := h.dial("namer")
+	huge := strings.Repeat("n", 3<<20)
+	_, err := c.request("createTerminal", map[string]any{"channel": "ahp-terminal:/huge", "claim": map[string]any{"kind": "client", "clientId": "namer"}, "name": huge})
+	if e := rpcError(t, err, messages.CodeInvalidParams); !strings.Contains(e.Message, "the name is 3145728 bytes; at most 1024") {
+		t.Errorf("a 3 MiB name: %q", e.Message)
+	}
+	atLimit := strings.Repeat("l", messages.MaxTitleBytes)
+	uri := "ahp-terminal:/at-limit"
+	c.createTerminal(uri, map[string]any{"name": atLimit})
+	for _, row := range rootTerminals(t, h, "reader") {
+		if row.Resource == "ahp-terminal:/huge" {
+			t.Fatal("the refused terminal is on the root list")
+		}
+		if row.Resource == uri && row.Title != atLimit {
+			t.Errorf("a name at the limit came back as %d bytes", len(row.Title))
+		}
+	}
+
+	seq := c.dispatch(uri, map[string]any{"type": "terminal/titleChanged", "title": strings.Repeat("t", 1<<20)})
+	n := c.waitFor("the refused title", envelopeFrom(uri, "namer", seq))
+	if want := "the title is 1048576 bytes; at most 1024"; n.Envelope.RejectionReason != want {
+		t.Errorf("a 1 MiB title: rejectionReason %q, want %q", n.Envelope.RejectionReason, want)
+	}
+	seq = c.dispatch(uri, map[string]any{"type": "terminal/titleChanged", "title": "short"})
+	if n := c.waitFor("the short title", envelopeFrom(uri, "namer", seq)); n.Envelope.RejectionReason != "" {
+		t.Errorf("a short title was refused: %s", n.Envelope.RejectionReason)
+	}
+	stillServes(c, uri, "bounded")
+}
+
+// TestChannelURIsAreChecked: a URI that is too long or holds control or bidirectional
+// formatting characters is refused wherever a client names a channel, and a terminal
+// cannot be created under a session's or a chat's URI.
+func TestChannelURIsAreChecked(t *testing.T) {
+	h := startHost(t)
+	c := h.dial("uris")
+	claim := map[string]any{"kind": "client", "clientId": "uris"}
+	for name, uri := range map[string]string{
+		"NUL":          "ahp-terminal:/a\x00b",
+		"newline":      "ahp-terminal:/a\nb",
+		"RLO":          "ahp-terminal:/invoice\u202etxt.exe",
+		"too long":     "ahp-terminal:/" + strings.Repeat("x", messages.MaxURIBytes),
+		"session's":    "ahp-session:/victim/chat",
+		"root's":       "ahp-root://x",
+		"a file":       "file:///etc/passwd",
+		"no scheme":    "victim",
+		"chat's":       "ahp-chat:/victim",
+		"other scheme": "x-mine:/t",
+	} {
+		_, err := c.request("createTerminal", map[string]any{"channel": uri, "claim": claim})
+		if e := rpcError(t, err, messages.CodeInvalidParams); !strings.Contains(e.Message, "URI") {
+			t.Errorf("createTerminal on a %s URI: %q does not say what is wrong with the URI", name, e.Message)
+		}
+		if name == "NUL" || name == "RLO" || name == "too long" {
+			_, err := c.request("subscribe", map[string]any{"channel": uri})
+			rpcError(t, err, messages.CodeInvalidParams)
+			_, err = c.request("createSession", map[string]any{"channel": strings.Replace(uri, "ahp-terminal:", "ahp-session:", 1)})
+			rpcError(t, err, messages.CodeInvalidParams)
+		}
+	}
+	if rows := rootTerminals(t, h, "uri-reader"); len(rows) != 0 {
+		t.Fatalf("refused terminals are on the root list: %+v", rows)
+	}
+
+	// The session created after the refused terminal owns its own chat.
+	chat := c.openSession("ahp-session:/victim", t.TempDir())
+	id := c.say(chat, "!echo mine-$((20+22))")
+	c.waitFor("the victim's own turn", func(n *client.Notification) bool {
+		return n.Envelope != nil && n.Envelope.Channel == chat && n.Envelope.Type == "chat/turnComplete" && strings.Contains(string(n.Envelope.Action), id)
+	})
+	// An editor's own scheme is a terminal's.
+	c.createTerminal("agenthost-terminal:/editor-1", nil)
+	stillServes(c, "agenthost-terminal:/editor-1", "editor")
+}
+
+// TestDefaultDirectoryIsTheHome: a host started without a home folder of its own
+// names the user's home as defaultDirectory, never a bare "file:" that a client
+// would pass back as a cwd.
+func TestDefaultDirectoryIsTheHome(t *testing.T) {
+	h := startHost(t, func(c *server.Config) { c.Host.Home = "" })
+	_, res := h.dialAs(t, h.owner, "home", messages.RootURI)
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		home = "/"
+	}
+	if want := (&url.URL{Scheme: "file", Path: home}).String(); res.DefaultDirectory != want {
+		t.Fatalf("defaultDirectory %q, want %q", res.DefaultDirectory, want)
 	}
 }

@@ -127,6 +127,9 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Host.Logger = cfg.Logger
+	// The host's defaults are filled in here, once, so that what connections are told
+	// (the home folder as defaultDirectory) is what the host uses.
+	cfg.Host = cfg.Host.WithDefaults()
 	// protoactor's own logs are about its internals: warnings and up only.
 	quiet := slog.New(levelFloor{cfg.Logger.Handler(), slog.LevelWarn}).With("lib", "protoactor")
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
