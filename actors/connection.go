@@ -196,8 +196,23 @@ func (c *connection) handle(ctx actor.Context, data []byte) {
 
 // decodeParams reads params into v, answering -32602 with what is wrong.
 func decodeParams(raw json.RawMessage, v any) *messages.Error {
+	return decodeParamsWith(messages.MembersOf(v), raw, v)
+}
+
+// Member names of what every keystroke carries, worked out once.
+var (
+	dispatchMembers = messages.MembersOf(dispatchParams{})
+	actionMembers   = messages.MembersOf(messages.Action{})
+)
+
+// decodeParamsWith is decodeParams with v's member names already worked out: the
+// names are matched exactly, as JSON-RPC asks, where encoding/json would ignore case.
+func decodeParamsWith(members *messages.Members, raw json.RawMessage, v any) *messages.Error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return messages.Errorf(messages.CodeInvalidParams, "Invalid params: params are required")
+	}
+	if err := members.Check(raw); err != nil {
+		return messages.Errorf(messages.CodeInvalidParams, "Invalid params: %v", err)
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		return messages.Errorf(messages.CodeInvalidParams, "Invalid params: %s", describeJSONError(err))
@@ -752,13 +767,17 @@ func (c *connection) notification(ctx actor.Context, method string, raw json.Raw
 			return
 		}
 		var p dispatchParams
-		if decodeParams(raw, &p) != nil || messages.CheckURI(p.Channel) != nil || len(p.Action) == 0 {
+		if decodeParamsWith(dispatchMembers, raw, &p) != nil || messages.CheckURI(p.Channel) != nil || len(p.Action) == 0 {
 			c.cfg.Logger.Debug("dropping a malformed dispatch", "conn", c.clientID)
 			return
 		}
 		var a messages.Action
 		origin := messages.Origin{ClientID: c.clientID, ClientSeq: p.ClientSeq}
-		if err := json.Unmarshal(p.Action, &a); err != nil || a.Type == "" {
+		err := actionMembers.Check(p.Action)
+		if err == nil {
+			err = json.Unmarshal(p.Action, &a)
+		}
+		if err != nil || a.Type == "" {
 			reason := "the action is not an object with a type"
 			if err != nil {
 				reason = "the action is malformed: " + describeJSONError(err)

@@ -37,10 +37,14 @@ type Inbound struct {
 	Params  json.RawMessage `json:"params"`
 }
 
-// IsRequest reports whether the frame carries an id and so wants an answer.
+// IsRequest reports whether the frame carries an id, null included, and so wants an
+// answer (JSON-RPC 2.0: a notification is a request without the id member).
 func (m *Inbound) IsRequest() bool {
-	return len(m.ID) > 0 && !bytes.Equal(m.ID, []byte("null"))
+	return len(m.ID) > 0
 }
+
+// inboundMembers are the members of a JSON-RPC message, for the case-sensitive check.
+var inboundMembers = MembersOf(Inbound{})
 
 // Error is a JSON-RPC error object.
 type Error struct {
@@ -77,12 +81,22 @@ func ParseInbound(frame []byte) (*Inbound, *Error) {
 		_ = json.Unmarshal(frame, &probe)
 		return &Inbound{ID: validID(probe.ID)}, Errorf(CodeInvalidRequest, "Invalid request: %v", err)
 	}
-	raw := m.ID
+	raw := bytes.TrimSpace(m.ID)
 	m.ID = validID(raw)
-	if m.ID == nil && len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+	if bytes.Equal(raw, []byte("null")) {
+		// A request with a null id is still a request: it is answered, with id null.
+		m.ID = json.RawMessage("null")
+	}
+	if m.ID == nil && len(raw) > 0 {
 		// An id that is an object, an array or a boolean: JSON-RPC 2.0 makes that an
 		// invalid request, not a notification to act on.
 		return &m, Errorf(CodeInvalidRequest, "Invalid request: the id must be a string, a number or null")
+	}
+	if err := inboundMembers.Check(frame); err != nil {
+		return &m, Errorf(CodeInvalidRequest, "Invalid request: %v", err)
+	}
+	if m.JSONRPC != "2.0" {
+		return &m, Errorf(CodeInvalidRequest, `Invalid request: "jsonrpc" must be "2.0"`)
 	}
 	if m.Method == nil || *m.Method == "" {
 		return &m, Errorf(CodeInvalidRequest, "Invalid request: no method")

@@ -127,16 +127,76 @@ func TestParseInboundRequestAndNotification(t *testing.T) {
 	if *m.Method != "subscribe" || !m.IsRequest() || string(m.Params) != `{"channel":"ahp-terminal:/t1"}` || m.JSONRPC != "2.0" {
 		t.Errorf("request parsed as %+v", m)
 	}
-	for _, frame := range []string{
-		`{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"ahp-terminal:/t1","clientSeq":1,"action":{"type":"terminal/input","data":"ls\r"}}}`,
-		`{"jsonrpc":"2.0","id":null,"method":"unsubscribe"}`,
+	frame := `{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"ahp-terminal:/t1","clientSeq":1,"action":{"type":"terminal/input","data":"ls\r"}}}`
+	m, e = messages.ParseInbound([]byte(frame))
+	if e != nil {
+		t.Fatalf("%s: %v", frame, e)
+	}
+	if m.IsRequest() || m.ID != nil {
+		t.Errorf("%s: read as a request with id %s", frame, m.ID)
+	}
+	// JSON-RPC 2.0: a request whose id is null is a request, answered with id null.
+	frame = `{"jsonrpc":"2.0","id":null,"method":"ping"}`
+	m, e = messages.ParseInbound([]byte(frame))
+	if e != nil {
+		t.Fatalf("%s: %v", frame, e)
+	}
+	if !m.IsRequest() || string(m.ID) != "null" {
+		t.Errorf("%s: read as a notification (id %q)", frame, m.ID)
+	}
+}
+
+// TestParseInboundIsStrict: JSON-RPC 2.0 to the letter: "jsonrpc" must be "2.0", and
+// member names are matched exactly, not ignoring case.
+func TestParseInboundIsStrict(t *testing.T) {
+	for frame, want := range map[string]string{
+		`{"id":1,"method":"ping"}`:                             `"jsonrpc" must be "2.0"`,
+		`{"jsonrpc":"1.0","id":1,"method":"ping"}`:             `"jsonrpc" must be "2.0"`,
+		`{"jsonrpc":2,"id":1,"method":"ping"}`:                 `Invalid request`,
+		`{"jsonrpc":"2.0","id":1,"METHOD":"ping"}`:             `"METHOD" is not a member here: member names are case-sensitive (did you mean "method"?)`,
+		`{"JSONRPC":"2.0","id":1,"method":"ping"}`:             `did you mean "jsonrpc"?`,
+		`{"jsonrpc":"2.0","Id":1,"method":"ping"}`:             `did you mean "id"?`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","Params":{}}`: `did you mean "params"?`,
 	} {
 		m, e := messages.ParseInbound([]byte(frame))
-		if e != nil {
-			t.Fatalf("%s: %v", frame, e)
+		if e == nil || e.Code != messages.CodeInvalidRequest || !strings.Contains(e.Message, want) {
+			t.Errorf("%s: %v, want -32600 saying %q", frame, e, want)
+			continue
 		}
-		if m.IsRequest() || m.ID != nil {
-			t.Errorf("%s: read as a request with id %s", frame, m.ID)
+		if frame == `{"id":1,"method":"ping"}` && string(m.ID) != "1" {
+			t.Errorf("%s: the refusal does not name id 1 (%q)", frame, m.ID)
+		}
+	}
+	// Members the protocol does not define are ignored, whatever their case.
+	if _, e := messages.ParseInbound([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping","Extra":true}`)); e != nil {
+		t.Errorf("an unknown member: %v", e)
+	}
+}
+
+func TestMembersCheckNested(t *testing.T) {
+	type inner struct {
+		ClientID string `json:"clientId"`
+	}
+	type params struct {
+		Channel string  `json:"channel"`
+		Claim   *inner  `json:"claim"`
+		Items   []inner `json:"items"`
+	}
+	m := messages.MembersOf(&params{})
+	for raw, want := range map[string]string{
+		`{"channel":"a","claim":{"clientId":"x"},"items":[{"clientId":"y"}]}`: "",
+		`{"Channel":"a"}`:                               `"Channel" is not a member here`,
+		`{"claim":{"clientid":"x"}}`:                    `"claim.clientid" is not a member here: member names are case-sensitive (did you mean "claim.clientId"?)`,
+		`{"items":[{"clientId":"y"},{"CLIENTID":"z"}]}`: `"items[1].CLIENTID"`,
+		`{"claim":"not an object"}`:                     "",
+		`{"other":{"Channel":1}}`:                       "",
+	} {
+		err := m.Check([]byte(raw))
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", raw, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: %v, want an error saying %q", raw, err, want)
 		}
 	}
 }
@@ -486,7 +546,7 @@ func FuzzParseInbound(f *testing.F) {
 				t.Fatalf("%q: id %q is not JSON", frame, m.ID)
 			}
 			switch m.ID[0] {
-			case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'n':
 			default:
 				t.Fatalf("%q: id %q is neither a string nor a number", frame, m.ID)
 			}

@@ -30,7 +30,7 @@ import (
 //   - nothing panics, in the connection's reader and writer or in any actor (a panic
 //     in an actor is recovered by its supervisor, so it is watched for on the event
 //     stream);
-//   - a request (a frame with a string or number id) is answered, with that id;
+//   - a request (a frame with a string, number or null id) is answered, with that id;
 //   - a frame that is not JSON, or not a JSON-RPC message, gets an error whose id is
 //     null when none could be read;
 //   - a notification gets no answer;
@@ -230,13 +230,28 @@ func expect(frame []byte) expectation {
 		_ = json.Unmarshal(fr, &probe)
 		m.ID = probe.ID
 	}
+	// JSON-RPC names members exactly: one that is a known member only when case is
+	// ignored makes the frame an invalid request.
+	var members map[string]json.RawMessage
+	wrongCase := false
+	if json.Unmarshal(fr, &members) == nil {
+		for k := range members {
+			for _, known := range []string{"jsonrpc", "id", "method", "params"} {
+				if k != known && strings.EqualFold(k, known) {
+					wrongCase = true
+				}
+			}
+		}
+	}
 	switch {
-	case len(m.ID) > 0 && !bytes.Equal(m.ID, []byte("null")):
+	case bytes.Equal(m.ID, []byte("null")):
+		return expectation{id: m.ID} // a request all the same, answered with id null
+	case len(m.ID) > 0:
 		if c := m.ID[0]; c == '"' || c == '-' || c >= '0' && c <= '9' {
 			return expectation{id: m.ID}
 		}
 		return expectation{nullIDError: true}
-	case err != nil || m.Method == nil || *m.Method == "":
+	case err != nil || wrongCase || m.JSONRPC != "2.0" || m.Method == nil || *m.Method == "":
 		return expectation{nullIDError: true}
 	}
 	return expectation{notification: true}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -290,4 +291,38 @@ func TestDefaultDirectoryIsTheHome(t *testing.T) {
 	if want := (&url.URL{Scheme: "file", Path: home}).String(); res.DefaultDirectory != want {
 		t.Fatalf("defaultDirectory %q, want %q", res.DefaultDirectory, want)
 	}
+}
+
+// TestJSONRPCToTheLetter: a request with a null id is answered (with id null), not
+// dropped; "jsonrpc" must be "2.0"; method and member names are matched exactly.
+func TestJSONRPCToTheLetter(t *testing.T) {
+	h := startHost(t)
+	ws := h.rawOwner(t, "strict", messages.RootURI)
+	r := rawExchange(t, ws, `{"jsonrpc":"2.0","id":null,"method":"ping","params":{"channel":"ahp-root://"}}`)
+	if id, has := r["id"]; !has || id != nil || r["error"] != nil {
+		t.Errorf("a ping with id null: answered %v", r)
+	}
+	for frame, want := range map[string]struct {
+		code float64
+		says string
+	}{
+		`{"id":7,"method":"ping"}`:                                                         {messages.CodeInvalidRequest, `"jsonrpc" must be "2.0"`},
+		`{"jsonrpc":"2.0","id":7,"method":"PING"}`:                                         {messages.CodeMethodNotFound, "Method not found: PING"},
+		`{"jsonrpc":"2.0","id":7,"METHOD":"ping"}`:                                         {messages.CodeInvalidRequest, `did you mean "method"?`},
+		`{"jsonrpc":"2.0","id":7,"method":"subscribe","params":{"Channel":"ahp-root://"}}`: {messages.CodeInvalidParams, `"Channel" is not a member here: member names are case-sensitive (did you mean "channel"?)`},
+	} {
+		checkRPCError(t, rawExchange(t, ws, frame), frame, want.code, want.says)
+	}
+
+	// An action whose member names are in the wrong case is refused, not typed.
+	c := h.dial("strict-typist")
+	uri := "ahp-terminal:/strict"
+	c.createTerminal(uri, nil)
+	c.seq++
+	writeRaw(t, c.WS(), []byte(`{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"`+uri+`","clientSeq":`+strconv.FormatInt(c.seq, 10)+`,"action":{"type":"terminal/input","DATA":"echo shouted\r"}}}`))
+	n := c.waitFor("the refused action", envelopeFrom(uri, "strict-typist", c.seq))
+	if !strings.Contains(n.Envelope.RejectionReason, `"DATA" is not a member here`) {
+		t.Errorf("an action with DATA: rejectionReason %q", n.Envelope.RejectionReason)
+	}
+	stillServes(c, uri, "strict")
 }
