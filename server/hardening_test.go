@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -325,4 +326,48 @@ func TestJSONRPCToTheLetter(t *testing.T) {
 		t.Errorf("an action with DATA: rejectionReason %q", n.Envelope.RejectionReason)
 	}
 	stillServes(c, uri, "strict")
+}
+
+// TestRebindingRefused: a page whose name was rebound to 127.0.0.1 sends its own name
+// in Host and a matching Origin; a loopback host refuses it, while loopback names and
+// the hosts --allow-origin names are served.
+func TestRebindingRefused(t *testing.T) {
+	h := startHost(t, withAllowOrigins("app.example.com"))
+	_, port, _ := net.SplitHostPort(h.addr)
+	upgrade := func(host, origin string) int {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		hdr := http.Header{}
+		if origin != "" {
+			hdr.Set("Origin", origin)
+		}
+		ws, resp, err := websocket.Dial(ctx, "ws://"+h.addr+"/", &websocket.DialOptions{HTTPHeader: hdr, Host: host})
+		if err == nil {
+			defer ws.CloseNow()
+			// The root state is what a rebinding page would be after.
+			rawExchange(t, ws, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+			return http.StatusSwitchingProtocols
+		}
+		if resp == nil {
+			t.Fatalf("Host %s: %v", host, err)
+		}
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		host, origin string
+		want         int
+	}{
+		{"evil.example:" + port, "http://evil.example:" + port, http.StatusForbidden},
+		{"evil.example", "", http.StatusForbidden},
+		{"127.0.0.1.evil.example:" + port, "", http.StatusForbidden},
+		{"localhost:" + port, "http://localhost:" + port, http.StatusSwitchingProtocols},
+		{"127.0.0.1:" + port, "", http.StatusSwitchingProtocols},
+		{"[::1]:" + port, "", http.StatusSwitchingProtocols},
+		{"app.example.com:" + port, "https://app.example.com", http.StatusSwitchingProtocols},
+	} {
+		if got := upgrade(tc.host, tc.origin); got != tc.want {
+			t.Errorf("Host %s, Origin %q: status %d, want %d", tc.host, tc.origin, got, tc.want)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -277,7 +278,41 @@ func signInToken(r *http.Request) string {
 	return token
 }
 
+// loopbackHostName reports whether a request to a loopback host names it as such.
+// A browser sends the name it resolved in Host: a page on evil.example whose name was
+// rebound to 127.0.0.1 would otherwise pass every Origin check, its own Origin
+// matching its own Host, and read this host without a token. Such a host answers only
+// to loopback names, and to the hosts --allow-origin names.
+func (s *Server) loopbackHostName(hostport string) bool {
+	name := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		name = h
+	}
+	name = strings.TrimSuffix(strings.ToLower(strings.Trim(name, "[]")), ".")
+	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		return true
+	}
+	if ip := net.ParseIP(name); ip != nil && ip.IsLoopback() {
+		return true
+	}
+	for _, pattern := range s.cfg.AllowOrigins {
+		pattern = strings.ToLower(pattern)
+		if ok, _ := path.Match(pattern, name); ok {
+			return true
+		}
+		if ok, _ := path.Match(pattern, strings.ToLower(hostport)); ok {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
+	if s.loopbackOnly && !s.loopbackHostName(r.Host) {
+		s.log.Warn("refused a request naming another host", "host", r.Host, "remote", r.RemoteAddr)
+		http.Error(w, "termhost: this host serves loopback names only (localhost, 127.0.0.1, [::1]); start it with --allow-origin HOST to be reached as "+r.Host, http.StatusForbidden)
+		return
+	}
 	token := signInToken(r)
 	p, ok := s.cfg.Auth.Authenticate(token) // nobody for "" or a wrong token
 	if !ok && !s.loopbackOnly && !s.cfg.AllowAnonymous {
