@@ -5,7 +5,8 @@
 // first ancestor with a child folder named shared that holds ahp-0.8.0. In the
 // workspace that is /work/shared beside the repository at /work/main; CI clones the
 // repository next to shared/ the same way. When it is not there, Load and AHPDir skip
-// the test rather than fail it.
+// the test rather than fail it, and NoteIfMissing, called from a package's TestMain,
+// says so once in the output of a plain `go test ./...`.
 //
 // What the 0.8.0 schemas say about the host's 1.x additions: none of their object
 // definitions sets additionalProperties (or unevaluatedProperties) to false, so the

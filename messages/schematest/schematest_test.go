@@ -233,3 +233,12 @@ func TestFindAHPDir(t *testing.T) {
 		}
 	}
 }
+
+// The line a package without the schemas prints names the package and the folder.
+func TestMissingLine(t *testing.T) {
+	var b strings.Builder
+	writeMissing(&b, "server")
+	if got, want := b.String(), "server: schema tests skipped: ../shared/ahp-0.8.0 not found\n"; got != want {
+		t.Errorf("line %q, want %q", got, want)
+	}
+}
