@@ -140,6 +140,9 @@ type session struct {
 	// writes are the disk writes on their way; a shutdown waits for them so a
 	// command that ended is kept.
 	writes *sync.WaitGroup
+	// lastWrite is closed once the newest finished command is kept (nil before the
+	// first); the next one's writes wait for it.
+	lastWrite chan struct{}
 }
 
 type chat struct {
@@ -807,46 +810,21 @@ func (s *session) finish(ctx actor.Context, r *commandRun, how string, success b
 	s.chatAction(c, map[string]any{"type": "chat/toolCallComplete", "turnId": r.turnID, "toolCallId": r.toolCallID, "result": result}, nil, nil)
 	duration := time.Since(r.started).Milliseconds()
 	s.chatAction(c, map[string]any{"type": "chat/turnComplete", "turnId": r.turnID, "duration": duration}, nil, nil)
-	s.keep(ctx, r, code)
 	anchor := c.lastTurn
 	c.lastTurn = r.turnID
 	if c.busy == r.turnID {
 		c.busy = ""
 	}
-	s.keepTurn(r, anchor, result)
+	s.keep(ctx, r, anchor, result, code)
 	s.drainQueue(ctx, c)
 }
 
-// keep writes what the command's terminal printed, off the mailbox.
-func (s *session) keep(ctx actor.Context, r *commandRun, code []int) {
-	if !r.typed {
-		return
-	}
-	var exit *int
-	if len(code) > 0 {
-		exit = messages.Ptr(code[0])
-	}
-	f := ctx.RequestFuture(s.host, &SnapshotQuery{URI: r.terminal}, requestTimeout)
-	store, logger, sessionURI, chatURI := s.store, s.opts.Logger, s.uri, r.chat.uri
-	key, uri, isPty := r.toolCallID, r.terminal, r.isPty
-	s.writes.Add(1)
-	go func() {
-		defer s.writes.Done()
-		res, err := f.Result()
-		st, _ := res.(*messages.TerminalState)
-		if err != nil || st == nil {
-			return
-		}
-		kept := persistence.RetainedTerminal{URI: uri, Title: "Terminal", Output: st.Text(), ExitCode: exit, IsPty: isPty, Session: sessionURI, Chat: chatURI, ToolCallID: key, Saved: time.Now()}
-		if err := store.SaveTerminal(sessionURI, chatURI, key, kept); err != nil {
-			logger.Info("a command's output was not kept", "terminal", uri, "err", err)
-		}
-	}()
-}
-
-// keepTurn records a command's turn as a local turn of its chat, and the session's
-// dates and title with it.
-func (s *session) keepTurn(r *commandRun, anchor string, result map[string]any) {
+// keep records a finished command off the mailbox: what its terminal printed, the
+// session's dates and title, and its turn as a local turn of its chat, in that order
+// (persistence.KeepTurn), so a host killed at any moment never leaves a turn naming
+// output that was never written. The writes of one session go one after another, in
+// the order the commands finished, so no turn lands before the turn it is anchored to.
+func (s *session) keep(ctx actor.Context, r *commandRun, anchor string, result map[string]any, code []int) {
 	raw, _ := json.Marshal(result)
 	turn := persistence.LocalTurn{ID: r.turnID, AnchorTurnID: anchor, Text: r.text, StartedAt: r.started, EndedAt: time.Now(),
 		ToolCallID: r.toolCallID, TerminalURI: r.terminal, TerminalKey: r.toolCallID, Result: raw, State: persistence.TurnComplete}
@@ -858,16 +836,45 @@ func (s *session) keepTurn(r *commandRun, anchor string, result map[string]any) 
 		}
 	}
 	s.record.LastEnd = turn.EndedAt
-	store, logger, rec, chatURI := s.store, s.opts.Logger, s.record, r.chat.uri
+	rec := s.record
+
+	// The terminal's scrollback is what is kept of it; should the terminal not answer
+	// (it is gone, or the host is closing), what the run read of it is kept instead,
+	// so the turn's terminal still opens with the command's whole output.
+	var snapshot *actor.Future
+	var printed string
+	var exit *int
+	if r.typed {
+		snapshot = ctx.RequestFuture(s.host, &SnapshotQuery{URI: r.terminal}, requestTimeout)
+		printed = r.printed()
+		if len(code) > 0 {
+			exit = messages.Ptr(code[0])
+		}
+	}
+	store, logger, sessionURI, chatURI := s.store, s.opts.Logger, s.uri, r.chat.uri
+	uri, isPty := r.terminal, r.isPty
+	before, done := s.lastWrite, make(chan struct{})
+	s.lastWrite = done
 	s.writes.Add(1)
 	go func() {
 		defer s.writes.Done()
-		if err := store.SaveSession(rec); err != nil {
-			logger.Warn("the session could not be kept", "session", rec.URI, "err", err)
-			return
+		defer close(done)
+		f := persistence.FinishedTurn{Record: &rec, Turn: turn}
+		if snapshot != nil {
+			output := printed
+			if res, err := snapshot.Result(); err == nil {
+				if st, _ := res.(*messages.TerminalState); st != nil {
+					output = st.Text()
+				}
+			}
+			f.Terminal = &persistence.RetainedTerminal{URI: uri, Title: "Terminal", Output: output, ExitCode: exit, IsPty: isPty,
+				Session: sessionURI, Chat: chatURI, ToolCallID: turn.ToolCallID, Saved: time.Now()}
 		}
-		if err := store.AppendTurn(rec.URI, chatURI, turn); err != nil {
-			logger.Warn("a command's turn could not be kept", "session", rec.URI, "err", err)
+		if before != nil {
+			<-before
+		}
+		if err := store.KeepTurn(sessionURI, chatURI, f); err != nil {
+			logger.Warn("a command's turn was not wholly kept", "session", sessionURI, "terminal", uri, "err", err)
 		}
 	}()
 }

@@ -41,6 +41,12 @@
 // worst a temporary file, which every read ignores and Open removes once it is a minute
 // old. A folder the store creates is fsynced into its parent the same way.
 //
+// Writes that depend on each other are made in the order a crash cannot make wrong,
+// each durable before the next begins: KeepTurn writes a turn's output, then the
+// session's record, then the turn that names the output, and RemoveTurns drops turns
+// before their output. A crash leaves at worst output no turn names, never a turn
+// naming output that was never written.
+//
 // Deleting a session or a chat is atomic too: its folder is first renamed to a hidden
 // ".<name>.<random>.trash" beside it (and the parent fsynced), which is the moment it is
 // gone, and only then removed; Open finishes any removal a crash interrupted.

@@ -93,6 +93,61 @@ func (s *Store) AppendTurn(session, chat string, turn LocalTurn) error {
 	return s.writeTurnsLocked(session, chat, turns)
 }
 
+// A FinishedTurn is what is kept when a `!` command's turn ends: what its terminal
+// printed, the session's record as it now stands, and the turn itself.
+type FinishedTurn struct {
+	// Terminal is what the turn's terminal printed, kept under Turn.TerminalKey; nil
+	// when there is nothing to keep.
+	Terminal *RetainedTerminal
+	// Record is the session's record with its dates and title; nil leaves it as kept.
+	Record *SessionRecord
+	// Turn is the local turn, appended as AppendTurn does.
+	Turn LocalTurn
+}
+
+// KeepTurn keeps a finished turn in the one order a crash cannot make wrong: the
+// terminal's output first, then the session's record, then the turn that names the
+// output, each written, fsynced and its folder fsynced before the next begins. A crash
+// (a SIGKILL, a power cut) at any moment therefore leaves at worst output or a record
+// that no turn names yet, never a turn naming output that was never written, which a
+// subscribe would refuse when the call's preview is cut short (seed 000, "A terminal a
+// tool result names").
+//
+// A terminal that is not kept - none given, its output over MaxRetainedOutput, or its
+// write failed - does not stop the turn: the turn is kept without a TerminalKey, so it
+// names nothing that is not there, and a subscribe to its terminal is answered from the
+// call's preview. The errors are joined in what KeepTurn returns; a record that could not be
+// written stops the turn, as a turn without its session's record is never listed.
+func (s *Store) KeepTurn(session, chat string, f FinishedTurn) error {
+	if err := checkNames("session or chat", session, chat); err != nil {
+		return err
+	}
+	if err := f.Turn.validate(); err != nil {
+		return err
+	}
+	if f.Record != nil && f.Record.URI != session {
+		return fmt.Errorf("%w: record of session %q kept with a turn of %q", ErrInvalid, f.Record.URI, session)
+	}
+	var errs []error
+	if f.Terminal != nil && f.Turn.TerminalKey != "" {
+		if err := s.SaveTerminal(session, chat, f.Turn.TerminalKey, *f.Terminal); err != nil {
+			errs = append(errs, err)
+			f.Turn.TerminalKey = ""
+		}
+	} else {
+		f.Turn.TerminalKey = ""
+	}
+	if f.Record != nil {
+		if err := s.SaveSession(*f.Record); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+	}
+	if err := s.AppendTurn(session, chat, f.Turn); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
 // Turns returns the chat's local turns in the order they ran; none is an empty result,
 // not an error. A turns.json that does not parse is an error wrapping ErrCorrupt.
 func (s *Store) Turns(session, chat string) ([]LocalTurn, error) {

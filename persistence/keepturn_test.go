@@ -1,0 +1,179 @@
+package persistence
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func finishedTurn(sess, key string) FinishedTurn {
+	return FinishedTurn{
+		Terminal: &RetainedTerminal{URI: "ahp-terminal:/t", Title: "Terminal", Output: "ran\r\n", ExitCode: intp(0), IsPty: true},
+		Record:   &SessionRecord{URI: sess, Title: "echo ran", FirstStart: t0, LastEnd: t0.Add(1e9)},
+		Turn: LocalTurn{ID: "turn-" + key, Text: "!echo ran", StartedAt: t0, EndedAt: t0.Add(1e9), ToolCallID: key,
+			TerminalURI: "ahp-terminal:/t", TerminalKey: key, Result: json.RawMessage(`{"success":true}`), State: TurnComplete},
+	}
+}
+
+// renamedFile names the file a temporary file of writeAtomic becomes:
+// ".<name>.<random>.tmp" -> "<name>".
+func renamedFile(tmp string) string {
+	base := strings.TrimPrefix(filepath.Base(tmp), ".")
+	base = strings.TrimSuffix(base, tmpSuffix)
+	return base[:strings.LastIndex(base, ".")]
+}
+
+// KeepTurn puts the terminal's output in place, whole, before the session's record,
+// and both before the turn that names the output: at the moment turns.json is renamed
+// into place, a crash cannot have lost what the turn names.
+func TestKeepTurnWritesTheOutputBeforeTheTurn(t *testing.T) {
+	s := openTemp(t)
+	const sess, chat, key = "ahp-session:/order", "ahp-chat:/order", "call-1"
+	var order []string
+	checked := false
+	s.beforeRename = func(tmp string) error {
+		name := renamedFile(tmp)
+		order = append(order, name)
+		if name != turnsFile {
+			return nil
+		}
+		checked = true
+		kept, err := s.LoadTerminal(sess, chat, key)
+		if err != nil || kept.Output != "ran\r\n" {
+			t.Errorf("when the turn is appended, its terminal reads %q, %v", kept.Output, err)
+		}
+		if _, err := s.readRecord(sess); err != nil {
+			t.Errorf("when the turn is appended, the session's record reads %v", err)
+		}
+		return nil
+	}
+	if err := s.KeepTurn(sess, chat, finishedTurn(sess, key)); err != nil {
+		t.Fatal(err)
+	}
+	if !checked {
+		t.Fatalf("turns.json was never written; writes: %v", order)
+	}
+	terminal := encodeName(key) + ".json"
+	at := func(name string) int {
+		for i, n := range order {
+			if n == name {
+				return i
+			}
+		}
+		t.Fatalf("%s was never written; writes: %v", name, order)
+		return -1
+	}
+	if !(at(terminal) < at(sessionFile) && at(sessionFile) < at(turnsFile)) {
+		t.Fatalf("writes in the order %v; want the terminal, then session.json, then turns.json", order)
+	}
+	turns, err := s.Turns(sess, chat)
+	if err != nil || len(turns) != 1 || turns[0].TerminalKey != key {
+		t.Fatalf("turns kept: %+v, %v", turns, err)
+	}
+}
+
+// A second turn is appended after the first, each with its output.
+func TestKeepTurnKeepsTurnsInOrder(t *testing.T) {
+	s := openTemp(t)
+	const sess, chat = "ahp-session:/two", "ahp-chat:/two"
+	first, second := finishedTurn(sess, "call-1"), finishedTurn(sess, "call-2")
+	second.Turn.AnchorTurnID = first.Turn.ID
+	second.Terminal.Output = "second\r\n"
+	for _, f := range []FinishedTurn{first, second} {
+		if err := s.KeepTurn(sess, chat, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	turns, err := s.Turns(sess, chat)
+	if err != nil || len(turns) != 2 || turns[0].ID != first.Turn.ID || turns[1].ID != second.Turn.ID {
+		t.Fatalf("turns kept: %+v, %v", turns, err)
+	}
+	for _, turn := range turns {
+		if _, err := s.LoadTerminal(sess, chat, turn.TerminalKey); err != nil {
+			t.Errorf("turn %s names output that is not kept: %v", turn.ID, err)
+		}
+	}
+}
+
+// An output that is not kept does not lose the turn, and the turn then names no
+// output, so nothing it names is missing.
+func TestKeepTurnWithoutItsOutput(t *testing.T) {
+	const sess, chat = "ahp-session:/lost", "ahp-chat:/lost"
+	for _, tc := range []struct {
+		name    string
+		prepare func(s *Store, f *FinishedTurn) error // returns the error KeepTurn must wrap
+	}{
+		{"too large", func(s *Store, f *FinishedTurn) error {
+			f.Terminal.Output = strings.Repeat("x", MaxRetainedOutput+1)
+			return ErrTooLarge
+		}},
+		{"write failed", func(s *Store, f *FinishedTurn) error {
+			failed := errors.New("disk full")
+			s.beforeRename = func(tmp string) error {
+				if filepath.Base(filepath.Dir(tmp)) == terminalsDir {
+					return failed
+				}
+				return nil
+			}
+			return failed
+		}},
+		{"none given", func(s *Store, f *FinishedTurn) error {
+			f.Terminal = nil
+			return nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openTemp(t)
+			f := finishedTurn(sess, "call-1")
+			want := tc.prepare(s, &f)
+			err := s.KeepTurn(sess, chat, f)
+			if want == nil && err != nil || want != nil && !errors.Is(err, want) {
+				t.Fatalf("KeepTurn = %v, want %v", err, want)
+			}
+			turns, err := s.Turns(sess, chat)
+			if err != nil || len(turns) != 1 || turns[0].ID != f.Turn.ID {
+				t.Fatalf("the turn was not kept: %+v, %v", turns, err)
+			}
+			if turns[0].TerminalKey != "" {
+				t.Fatalf("the turn names output %q that was not kept", turns[0].TerminalKey)
+			}
+			if _, err := s.LoadTerminal(sess, chat, "call-1"); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("LoadTerminal = %v, want ErrNotFound", err)
+			}
+			if recs, _ := s.Sessions(); len(recs) != 1 || recs[0].Title != "echo ran" {
+				t.Fatalf("the session's record: %+v", recs)
+			}
+		})
+	}
+}
+
+// A record that cannot be written stops the turn: a turn whose session is not listed
+// after a restart would never be seen.
+func TestKeepTurnStopsWhenTheRecordFails(t *testing.T) {
+	s := openTemp(t)
+	const sess, chat = "ahp-session:/norecord", "ahp-chat:/norecord"
+	failed := errors.New("disk full")
+	s.beforeRename = func(tmp string) error {
+		if renamedFile(tmp) == sessionFile {
+			return failed
+		}
+		return nil
+	}
+	if err := s.KeepTurn(sess, chat, finishedTurn(sess, "call-1")); !errors.Is(err, failed) {
+		t.Fatalf("KeepTurn = %v, want the record's error", err)
+	}
+	if turns, err := s.Turns(sess, chat); err != nil || len(turns) != 0 {
+		t.Fatalf("a turn was kept without its record: %+v, %v", turns, err)
+	}
+	if _, err := os.Stat(filepath.Join(s.chatDir(sess, chat), turnsFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("turns.json: %v", err)
+	}
+
+	bad := finishedTurn("ahp-session:/other", "call-1")
+	if err := s.KeepTurn(sess, chat, bad); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("KeepTurn with another session's record = %v, want ErrInvalid", err)
+	}
+}
