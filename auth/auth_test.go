@@ -505,8 +505,12 @@ func TestNoTempFilesLeft(t *testing.T) {
 		names = append(names, e.Name())
 	}
 	slices.Sort(names)
-	if !slices.Equal(names, []string{"owner.token", "users.json"}) {
+	// users.json.lock stays: it is the writers' lock, not a leftover.
+	if !slices.Equal(names, []string{"owner.token", "users.json", "users.json.lock"}) {
 		t.Errorf("state dir holds %v", names)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "users.json.lock")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("lock file: %v, mode %v", err, fi.Mode().Perm())
 	}
 }
 

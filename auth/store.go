@@ -17,11 +17,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
 const (
 	usersFile      = "users.json"
+	lockSuffix     = ".lock" // users.json.lock: the writers' advisory lock
 	ownerTokenFile = "owner.token"
 	tokenPrefix    = "th_"
 	tokenBytes     = 32
@@ -237,10 +239,14 @@ func (a stamp) same(b stamp) bool {
 		a.info.ModTime().Equal(b.info.ModTime())
 }
 
-// Store is the users file of one state dir. It is safe for concurrent use. It checks
-// the file's identity, size and modification time (one stat) before each operation
-// and re-reads the file when it changed, so edits on disk take effect without a
-// restart. Deleting the file removes every user.
+// Store is the users file of one state dir. It is safe for concurrent use, and by
+// several processes at once: every change takes an advisory lock beside the file
+// (users.json.lock), reads the file again under it, and replaces the file whole
+// (temporary file, then rename), so no change is lost to another process's and a
+// reader never sees half a file. It checks the file's identity, size and
+// modification time (one stat) before each operation and re-reads the file when it
+// changed, so edits on disk take effect without a restart. Deleting the file removes
+// every user.
 type Store struct {
 	dir  string
 	path string
@@ -274,6 +280,29 @@ func Open(stateDir string) (*Store, error) {
 	return s, nil
 }
 
+// lockFile takes the exclusive advisory lock that every writer of the users file, in
+// any process, holds from reading the file to replacing it. Readers do not take it:
+// the file is only ever replaced whole. The lock file itself is never removed, since
+// a writer waiting on a removed file would lock a file nobody else does.
+func (s *Store) lockFile() (unlock func(), err error) {
+	path := s.path + lockSuffix
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("auth: lock: %w", err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("auth: lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil // closing the file releases the lock
+}
+
 // Generation reads the users file again if it changed and returns a count that moves
 // whenever the store's users, tokens or roles do: a holder of signed-in connections
 // compares it with the last one it saw to learn that rights may have changed.
@@ -300,9 +329,13 @@ func (s *Store) ReloadError() error {
 // refreshLocked re-reads the users file if it changed since it was last read. On
 // failure the last good state stays in place and the error is returned (and kept in
 // reloadErr until the file changes again).
-func (s *Store) refreshLocked() error {
+func (s *Store) refreshLocked() error { return s.loadLocked(false) }
+
+// loadLocked is refreshLocked; with force it reads the file even when its stamp looks
+// unchanged.
+func (s *Store) loadLocked(force bool) error {
 	// One stat in the common case where nothing changed.
-	if fi, err := os.Stat(s.path); err == nil && s.stamp.same(stamp{exists: true, info: fi}) {
+	if fi, err := os.Stat(s.path); !force && err == nil && s.stamp.same(stamp{exists: true, info: fi}) {
 		return s.reloadErr
 	}
 	f, err := os.Open(s.path)
@@ -326,7 +359,7 @@ func (s *Store) refreshLocked() error {
 		return s.reloadErr
 	}
 	cur := stamp{exists: true, info: fi}
-	if s.stamp.same(cur) {
+	if !force && s.stamp.same(cur) {
 		return s.reloadErr
 	}
 	b, err := io.ReadAll(f)
@@ -345,9 +378,17 @@ func (s *Store) refreshLocked() error {
 	return nil
 }
 
-// editLocked refreshes, hands a copy of the file to edit, and writes the result.
+// editLocked takes the writers' lock, reads the file again, hands a copy of it to
+// edit, and writes the result before letting the lock go.
 func (s *Store) editLocked(edit func(d *fileData) error) error {
-	if err := s.refreshLocked(); err != nil {
+	unlock, err := s.lockFile()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	// Whatever this store read before the lock was taken may be stale, even when the
+	// stamp looks the same: read the file again under the lock.
+	if err := s.loadLocked(true); err != nil {
 		return fmt.Errorf("%w (fix or remove it before changing users)", err)
 	}
 	d := s.st.file.clone()
@@ -367,7 +408,15 @@ func (s *Store) editLocked(edit func(d *fileData) error) error {
 	if err != nil {
 		return fmt.Errorf("auth: %w", err)
 	}
-	if err := writeFileAtomic(s.path, append(b, '\n')); err != nil {
+	// The new version's modification time is later than the old one's even within
+	// one tick of the file system's clock: a reader that saw the old version must see
+	// a different stamp even when the new file has the old one's size and reuses its
+	// inode number.
+	var after time.Time
+	if fi, err := os.Stat(s.path); err == nil {
+		after = fi.ModTime()
+	}
+	if err := writeFileAtomic(s.path, append(b, '\n'), after); err != nil {
 		return fmt.Errorf("auth: write %s: %w", s.path, err)
 	}
 	s.st, s.reloadErr = st, nil
@@ -380,8 +429,9 @@ func (s *Store) editLocked(edit func(d *fileData) error) error {
 }
 
 // writeFileAtomic writes b to path with mode 0600 through a temporary file in the same
-// directory, synced before it is renamed into place.
-func writeFileAtomic(path string, b []byte) (err error) {
+// directory, synced before it is renamed into place. With a non-zero after, the new
+// file's modification time is made later than after.
+func writeFileAtomic(path string, b []byte, after time.Time) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
@@ -400,6 +450,11 @@ func writeFileAtomic(path string, b []byte) (err error) {
 	if _, err = f.Write(b); err != nil {
 		return err
 	}
+	if !after.IsZero() {
+		if err = modifiedAfter(f, after); err != nil {
+			return err
+		}
+	}
 	if err = f.Sync(); err != nil {
 		return err
 	}
@@ -414,6 +469,28 @@ func writeFileAtomic(path string, b []byte) (err error) {
 		d.Close()
 	}
 	return nil
+}
+
+// modifiedAfter sets f's modification time to now, or if the clock has not moved past
+// after (or the file system keeps coarser times), to just after it.
+func modifiedAfter(f *os.File, after time.Time) error {
+	for _, step := range []time.Duration{0, time.Microsecond, time.Millisecond, time.Second} {
+		mt := time.Now()
+		if step > 0 {
+			mt = after.Add(step)
+		}
+		if err := os.Chtimes(f.Name(), time.Time{}, mt); err != nil {
+			return err
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		if fi.ModTime().After(after) {
+			return nil
+		}
+	}
+	return fmt.Errorf("could not make %s newer than %s", f.Name(), after)
 }
 
 func hashToken(token string) [sha256.Size]byte {
@@ -471,22 +548,26 @@ func (s *Store) EnsureOwner() (tokenPath string, created bool, err error) {
 		return tokenPath, false, nil
 	}
 	err = s.editLocked(func(d *fileData) error {
+		if len(d.Users) > 0 {
+			return errNoChange // another process made the first user meanwhile
+		}
+		created = true
 		token, t, err := newTokenFor(d)
 		if err != nil {
 			return err
 		}
 		// The token file goes first: if the users file then fails to save, the next
 		// call finds no users and tries again, and nobody is left without a token.
-		if err := writeFileAtomic(tokenPath, []byte(token+"\n")); err != nil {
+		if err := writeFileAtomic(tokenPath, []byte(token+"\n"), time.Time{}); err != nil {
 			return fmt.Errorf("auth: write %s: %w", tokenPath, err)
 		}
 		d.Users = append(d.Users, fileUser{Name: RoleOwner, Role: RoleOwner, Tokens: []fileToken{t}})
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errNoChange) {
 		return "", false, err
 	}
-	return tokenPath, true, nil
+	return tokenPath, created, nil
 }
 
 // AddToken makes a new token for user and returns it; this is the only time the token
