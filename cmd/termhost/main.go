@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -163,8 +164,9 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	// The contract line: exactly one line on stdout, from the listener's real address.
-	fmt.Fprintf(stdout, "termhost listening on ws://%s/\n", ln.Addr().String())
+	// The contract line: exactly one line on stdout, from the listener's real address,
+	// named so that a client on this machine can dial it.
+	fmt.Fprintf(stdout, "termhost listening on ws://%s/\n", dialableAddr(*listen, ln.Addr()))
 	logger.Info("serving", "addr", ln.Addr().String(), "pty", usePty, "state_dir", *stateDir)
 
 	err = srv.Serve(ctx, ln)
@@ -173,6 +175,25 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	return err
+}
+
+// dialableAddr is the address a client on this machine dials to reach a listener
+// asked for with listen. A listener on every interface reports an unspecified host
+// (0.0.0.0, or [::] even when 0.0.0.0 was asked for), which is nothing to dial: it is
+// named by the loopback of the family that was asked for, 127.0.0.1 unless an IPv6
+// address was.
+func dialableAddr(listen string, addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return addr.String()
+	}
+	host := "127.0.0.1"
+	if h, _, err := net.SplitHostPort(listen); err == nil {
+		if ip := net.ParseIP(h); ip != nil && ip.To4() == nil {
+			host = "::1"
+		}
+	}
+	return net.JoinHostPort(host, strconv.Itoa(tcp.Port))
 }
 
 func choosePty(mode string) (bool, error) {
@@ -195,13 +216,33 @@ func token(args []string, stdout, stderr io.Writer) error {
 		return usageError{errors.New("token needs add, list or revoke\n" + usageText)}
 	}
 	sub, args := args[0], args[1:]
+	if sub != "add" && sub != "list" && sub != "revoke" {
+		return usageError{fmt.Errorf("unknown token verb %q", sub)}
+	}
 	fs := flag.NewFlagSet("token "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	stateDir := fs.String("state-dir", defaultStateDir(), "the host's state folder")
 	user := fs.String("user", "", "user name")
 	role := fs.String("role", "", "role: owner, member, guest, or one the users file defines")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+	// Flags may come after the user or token id too: `token revoke ann --state-dir DIR`
+	// must not revoke ann in the default state folder.
+	var operands []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return usageError{err}
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
+			operands = append(operands, rest...) // after --, nothing is a flag
+			break
+		}
+		operands, args = append(operands, rest[0]), rest[1:]
+	}
+	if allowed := map[string]int{"revoke": 1}[sub]; len(operands) > allowed {
+		return usageError{fmt.Errorf("token %s: unexpected %q", sub, operands[allowed])}
 	}
 	store, err := auth.Open(*stateDir)
 	if err != nil {
@@ -231,8 +272,11 @@ func token(args []string, stdout, stderr io.Writer) error {
 		}
 	case "revoke":
 		target := *user
-		if target == "" && fs.NArg() > 0 {
-			target = fs.Arg(0)
+		if len(operands) > 0 {
+			if target != "" {
+				return usageError{errors.New("token revoke takes --user or a user name or token id, not both")}
+			}
+			target = operands[0]
 		}
 		if target == "" {
 			return usageError{errors.New("token revoke needs a user name or token id")}

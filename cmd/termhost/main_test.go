@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,16 +21,38 @@ import (
 
 const waitTimeout = 30 * time.Second
 
+var built struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
 // buildBinary builds the real termhost once per test run.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "termhost")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("go build: %v", err)
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "termhost-bin-")
+		if built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "termhost")
+		cmd := exec.Command("go", "build", "-o", built.bin, ".")
+		cmd.Stderr = os.Stderr
+		built.err = cmd.Run()
+	})
+	if built.err != nil {
+		t.Fatalf("go build: %v", built.err)
 	}
-	return bin
+	return built.bin
 }
 
 // TestServeContract runs the real binary: the one stdout line, the owner token file,
