@@ -289,6 +289,18 @@ func (h *host) Receive(ctx actor.Context) {
 			}
 		}
 		ctx.Respond(&DisposeResult{})
+	case *terminalStartFailed:
+		// Off the registry first: the client that hears of the failure may ask for
+		// the channel at once.
+		if e := h.entries[m.uri]; e != nil && e.pid.Id == m.terminal.Id {
+			delete(h.entries, m.uri)
+			h.removeOrder(m.uri)
+			if e.listed {
+				h.publishTerminals(ctx)
+			}
+		}
+		ctx.Send(m.waiter, &CreateResult{Err: m.err})
+		ctx.Stop(m.terminal)
 	case *terminalRow:
 		e := h.entries[m.info.Resource]
 		if e == nil || e.pid.Id != m.pid.Id {
@@ -596,3 +608,12 @@ func (h *host) isSession(pid *actor.PID) bool {
 
 // sessionsClosed says every session has ended its commands for a shutdown.
 type sessionsClosed struct{}
+
+// terminalStartFailed says a terminal's process could not be started: the host
+// answers its create with err and lets the terminal go.
+type terminalStartFailed struct {
+	terminal *actor.PID
+	uri      string
+	waiter   *actor.PID
+	err      *messages.Error
+}

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -43,6 +44,9 @@ type terminal struct {
 
 	listed       bool
 	createWaiter *actor.PID
+	// startErr is why the process could not be started, for the create's answer
+	// once the create has reached this actor.
+	startErr *messages.Error
 
 	exit       *pty.Exit
 	drained    bool
@@ -90,10 +94,17 @@ func (t *terminal) Receive(ctx actor.Context) {
 		t.start(ctx)
 	case *CreateTerminal:
 		t.createWaiter = ctx.Sender()
-		if t.listed {
+		if t.startErr != nil {
+			t.reportStartFailure(ctx)
+		} else if t.listed {
 			t.answerCreate(ctx)
 		}
 	case *Subscribe:
+		if t.startErr != nil {
+			// Reached before the host let go of it: there is no terminal to read.
+			ctx.Respond(&SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s on this host", t.uri)})
+			return
+		}
 		t.scrollback.Settle(&t.state)
 		t.subs[m.Sub] = true
 		ctx.Respond(&SubscribeResult{Snapshot: &messages.Snapshot{Resource: t.uri, State: t.state.Clone(), FromSeq: t.journal.Current()}, Terminal: ctx.Self()})
@@ -124,8 +135,17 @@ func (t *terminal) Receive(ctx actor.Context) {
 		}
 		t.maybeAnnounceExit(ctx)
 	case *shellFailed:
-		// A shell that fails to start is written into the terminal's own output, with
-		// exit code 127 as a shell reports a command it cannot run (seed: "Where it runs").
+		if !t.disposed && !t.isFolderFailure(m.err) {
+			// The process itself could not be started (the shell cannot be executed,
+			// no pseudoterminal, no descriptor left): the create fails, and there is
+			// no terminal to list.
+			t.startErr = messages.Errorf(messages.CodeInternalError, "%s", capitalize(m.err.Error()))
+			t.reportStartFailure(ctx)
+			return
+		}
+		// A folder that is not there is a shell that fails to start, not a refusal:
+		// the failure is written into the terminal's own output, with exit code 127 as
+		// a shell reports a command it cannot run (seed: "Where it runs").
 		t.output(ctx, fmt.Sprintf("termhost: %v\r\n", m.err))
 		t.exit = &pty.Exit{Code: 127}
 		t.drained = true
@@ -328,6 +348,35 @@ func boundSize(cols, rows int) (int, int, bool) {
 
 func fileURI(path string) string {
 	return (&url.URL{Scheme: "file", Path: path}).String()
+}
+
+// isFolderFailure reports whether a failed start was the working folder's: one that
+// resolveDir refused, or one that went away before the start.
+func (t *terminal) isFolderFailure(err error) bool {
+	return (t.handle != nil && err == t.handle.startErr) || errors.Is(err, pty.ErrNoDir)
+}
+
+// reportStartFailure hands the failed start to the host, which answers the create
+// with its error and stops this terminal, once the create has arrived (it may come
+// after the failure). The host takes the terminal off its registry before the
+// answer goes, so a subscribe sent after it finds no channel. Nothing else happens
+// on the terminal meanwhile.
+func (t *terminal) reportStartFailure(ctx actor.Context) {
+	t.disposed = true
+	t.subs = map[Subscriber]bool{}
+	t.stopTimers()
+	if t.createWaiter == nil {
+		return
+	}
+	ctx.Send(t.hostPID, &terminalStartFailed{terminal: ctx.Self(), uri: t.uri, waiter: t.createWaiter, err: t.startErr})
+	t.createWaiter = nil
+}
+
+func capitalize(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
 }
 
 // list puts the terminal on the root list, once.

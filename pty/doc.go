@@ -27,7 +27,9 @@
 //   - Signals go to the child's process group. Each child starts in a session of
 //     its own (setsid), so its pid names its group, and a signal reaches the jobs it
 //     started too. A group is only ever named by a real pid: signalling group 0
-//     would signal the host's own group.
+//     would signal the host's own group. Terminate ends the whole session, the
+//     jobs an interactive shell put in groups of their own and those a double
+//     fork handed to init included; only a process that called setsid has left it.
 //
 //   - Close releases descriptors; it does not end the process. A caller ends a
 //     process with Signal or Terminate, lets its owner Wait, then Closes.

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,9 +95,10 @@ func (e Exit) String() string {
 	return "exit " + strconv.Itoa(e.Code)
 }
 
-// Start starts the process spec describes and returns it running. Its error says
-// which step failed ("open pty: ...", "start /bin/nosuch: no such file or
-// directory") and wraps ErrNoShell or ErrNoDir where one of those is the cause;
+// Start starts the process spec describes and returns it running. Its error names
+// the shell and, where it was not the exec, the step that failed ("cannot start
+// /bin/bash: open a pseudoterminal: ...", "cannot start /bin/nosuch: no such file
+// or directory"), and wraps ErrNoShell or ErrNoDir where one of those is the cause;
 // when Start fails there is no process and no descriptor left open.
 func Start(spec Spec) (Process, error) {
 	shell := spec.shell()
@@ -104,7 +106,7 @@ func Start(spec Spec) (Process, error) {
 	if !strings.Contains(shell, "/") {
 		found, err := exec.LookPath(shell)
 		if err != nil {
-			return nil, &kindError{kind: ErrNoShell, err: fmt.Errorf("start %s: %w", shell, err)}
+			return nil, &kindError{kind: ErrNoShell, err: fmt.Errorf("cannot start %s: %w", shell, err)}
 		}
 		path = found
 	}
@@ -139,17 +141,17 @@ func Start(spec Spec) (Process, error) {
 func startPty(cmd *exec.Cmd, shell string, cols, rows int) (*process, error) {
 	master, tty, err := cpty.Open()
 	if err != nil {
-		return nil, fmt.Errorf("open pty: %w", err)
+		return nil, fmt.Errorf("cannot start %s: open a pseudoterminal: %w", shell, err)
 	}
 	master, err = pollable(master)
 	if err != nil {
 		_ = tty.Close()
-		return nil, fmt.Errorf("open pty: %w", err)
+		return nil, fmt.Errorf("cannot start %s: open a pseudoterminal: %w", shell, err)
 	}
 	if err := setWinsize(master, cols, rows); err != nil {
 		_ = tty.Close()
 		_ = master.Close()
-		return nil, fmt.Errorf("set pty size: %w", err)
+		return nil, fmt.Errorf("cannot start %s: set the terminal's size: %w", shell, err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	// Ctty is a descriptor number in the child: 0 is its stdin, the slave.
@@ -172,13 +174,13 @@ func startPty(cmd *exec.Cmd, shell string, cols, rows int) (*process, error) {
 func startPipes(cmd *exec.Cmd, shell string) (*process, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("open output pipe: %w", err)
+		return nil, fmt.Errorf("cannot start %s: open its output pipe: %w", shell, err)
 	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		_ = outR.Close()
 		_ = outW.Close()
-		return nil, fmt.Errorf("open input pipe: %w", err)
+		return nil, fmt.Errorf("cannot start %s: open its input pipe: %w", shell, err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, outW
 	// A session of its own makes the child a process group leader, so Signal
@@ -207,23 +209,30 @@ func checkDir(shell, dir string) error {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return &kindError{kind: ErrNoDir, err: fmt.Errorf("start %s: working directory %s: %w", shell, dir, err)}
+		return &kindError{kind: ErrNoDir, err: fmt.Errorf("cannot start %s: working directory %s: %w", shell, dir, err)}
 	}
 	return nil
 }
 
 // startError names the step and the cause of a failed exec.Cmd.Start, turning
-// os's "fork/exec PATH: errno" into "start SHELL: errno".
+// os's "fork/exec PATH: errno" into "cannot start SHELL: errno".
 func startError(shell string, err error) error {
 	var pe *fs.PathError
 	if !errors.As(err, &pe) {
-		return fmt.Errorf("start %s: %w", shell, err)
+		return fmt.Errorf("cannot start %s: %w", shell, err)
 	}
 	if pe.Op == "chdir" {
 		// The directory went away between checkDir and the start.
-		return &kindError{kind: ErrNoDir, err: fmt.Errorf("start %s: working directory %s: %w", shell, pe.Path, pe.Err)}
+		return &kindError{kind: ErrNoDir, err: fmt.Errorf("cannot start %s: working directory %s: %w", shell, pe.Path, pe.Err)}
 	}
-	wrapped := fmt.Errorf("start %s: %w", shell, pe.Err)
+	wrapped := fmt.Errorf("cannot start %s: %w", shell, pe.Err)
+	if errors.Is(pe.Err, syscall.ENOENT) {
+		if _, statErr := os.Stat(pe.Path); statErr == nil {
+			// "No such file" about a file that is there: exec did not find what
+			// the file asks for.
+			wrapped = fmt.Errorf("cannot start %s: the interpreter its #! line names, or its loader: %w", shell, pe.Err)
+		}
+	}
 	for _, cause := range []error{syscall.ENOENT, syscall.ENOTDIR, syscall.EACCES, syscall.ENOEXEC, syscall.ELOOP} {
 		if errors.Is(pe.Err, cause) {
 			return &kindError{kind: ErrNoShell, err: wrapped}
@@ -504,35 +513,29 @@ func SignalName(sig syscall.Signal) string {
 	return "SIG" + strconv.Itoa(int(sig))
 }
 
-// Terminate ends p's process group the way a terminal going away does: SIGHUP to
-// the group, then, if p has not exited within grace, SIGKILL to the group. It
-// returns once Done is closed or right after the SIGKILL; a grace <= 0 sends the
-// SIGKILL at once. It never calls Wait; the owner does, and Done closes when it has.
-// sessions, shared by a host's terminals, finds an exited shell's session; nil scans
-// alone.
+// Terminate ends p's session the way a terminal going away does: SIGHUP to its
+// process group and to every other process of its session (the jobs an interactive
+// shell put in groups of their own, and those a double fork handed to init), then,
+// if p has not exited within grace, SIGKILL to them all. A process that made a
+// session of its own (setsid) left the terminal and is left alone. It returns once
+// Done is closed and the rest of the session has ended or been killed, or right
+// after the SIGKILL; a grace <= 0 sends the SIGKILL at once. It never calls Wait;
+// the owner does, and Done closes when it has. sessions, shared by a host's
+// terminals, scans for the session on a kernel without children lists (see
+// sessionOf); nil scans alone.
 func Terminate(p Process, grace time.Duration, sessions *SessionScanner) {
-	// The session's members are read while the shell still holds its session, so
-	// background jobs in process groups of their own are ended with it.
-	var members []member
-	if pid := p.Pid(); pid > 0 {
-		select {
-		case <-p.Done():
-			// The shell is gone: what it left behind has been handed to init, so only
-			// a scan of every process finds its session (shared with other disposes).
-			members = sessions.members(pid)
-		default:
-			// While the shell lives its jobs are its descendants, found without
-			// reading every process on the machine (which made disposing many
-			// terminals quadratic).
-			var ok bool
-			if members, ok = descendants(pid); !ok {
-				members = sessions.members(pid)
-			}
-		}
-	}
+	pid := p.Pid()
+	exited := false
 	select {
 	case <-p.Done():
+		exited = true
 	default:
+	}
+	var members []member
+	if pid > 0 {
+		members = sessionMembersOf(pid, exited, sessions)
+	}
+	if !exited {
 		_ = p.Signal(syscall.SIGHUP)
 	}
 	signalMembers(members, syscall.SIGHUP)
@@ -544,6 +547,13 @@ func Terminate(p Process, grace time.Duration, sessions *SessionScanner) {
 		_ = p.Signal(syscall.SIGKILL)
 		signalMembers(members, syscall.SIGKILL)
 		return
+	}
+	if !exited && pid > 0 {
+		// A job started after the first look, or by a process as it ended, has been
+		// handed on by now: a second look finds it.
+		more := newMembers(sessionMembersOf(pid, true, sessions), members)
+		signalMembers(more, syscall.SIGHUP)
+		members = append(members, more...)
 	}
 	// The shell is gone; the rest of its session gets what is left of the grace to
 	// end on SIGHUP. No event says another process ended, so this polls.
@@ -560,10 +570,42 @@ func Terminate(p Process, grace time.Duration, sessions *SessionScanner) {
 	}
 }
 
+// sessionMembersOf lists session sid's processes other than its leader: through
+// the children lists where the kernel has them, else by a scan of every process.
+// reaped says the leader has been reaped. The kernel hands a pid out again only
+// once no session or group is named by it, so a process holding it then means the
+// session has no members left, and what a look found would be another session's.
+func sessionMembersOf(sid int, reaped bool, sessions *SessionScanner) []member {
+	if reaped {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(sid)); err == nil {
+			return nil
+		}
+	}
+	if ms, ok := sessionOf(sid); ok {
+		return ms
+	}
+	return sessions.members(sid)
+}
+
+// newMembers is found without those already in known.
+func newMembers(found, known []member) []member {
+	var out []member
+	for _, m := range found {
+		if !slices.Contains(known, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// stillAlive is the members that have not ended. A zombie has: under an init
+// that does not reap what it is handed, it would otherwise hold Terminate for
+// the whole grace.
 func stillAlive(ms []member) []member {
 	var out []member
+	var buf [statBufSize]byte
 	for _, m := range ms {
-		if _, start, ok := procSessionAndStart(m.pid); ok && start == m.start {
+		if st, ok := statInto(m.pid, buf[:]); ok && st.start == m.start && st.state != 'Z' {
 			out = append(out, m)
 		}
 	}

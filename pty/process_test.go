@@ -253,7 +253,7 @@ func TestMissingShell(t *testing.T) {
 			_ = p.Close()
 			t.Fatal("Start of /bin/nosuch succeeded")
 		}
-		if got, want := err.Error(), "start /bin/nosuch: no such file or directory"; got != want {
+		if got, want := err.Error(), "cannot start /bin/nosuch: no such file or directory"; got != want {
 			t.Errorf("error %q, want %q", got, want)
 		}
 		if p != nil {

@@ -2,12 +2,12 @@ package pty
 
 import "sync"
 
-// SessionScanner finds the members of the sessions of shells that have exited, for
-// Terminate. Only a pass over every process on the machine finds them, and a host
-// disposing many such terminals at once (a burst of short commands, a shutdown)
-// would make one pass each: the scanner makes one pass for all the sessions asked
-// for while the previous pass ran. The zero value is ready; it is safe for
-// concurrent use.
+// SessionScanner finds the members of sessions for Terminate where the kernel keeps
+// no children lists (see sessionOf). Only a pass over every process on the machine
+// finds them then, and a host disposing many terminals at once (a burst of short
+// commands, a shutdown) would make one pass each: the scanner makes one pass for
+// all the sessions asked for while the previous pass ran. The zero value is
+// ready; it is safe for concurrent use.
 type SessionScanner struct {
 	mu      sync.Mutex
 	waiting map[int][]chan []member // sessions wanted by the next pass

@@ -2,10 +2,17 @@ package pty
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // member is a process of a terminal's session, named by pid and start time so a pid
@@ -15,52 +22,200 @@ type member struct {
 	start string
 }
 
-// descendants lists a live process's descendants through the kernel's children lists,
-// which costs a read per descendant rather than one per process on the machine. It
-// reports false when the lists cannot be read (a kernel without them).
-func descendants(pid int) ([]member, bool) {
-	var out []member
-	queue := []int{pid}
-	seen := map[int]bool{pid: true}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(p) + "/task")
-		if err != nil {
-			if p == pid {
-				return nil, false
-			}
+// sessionOf lists the members of session sid, the session of a shell this host
+// started (sid is the shell's pid), other than the shell itself, without reading
+// every process on the machine. A member is a descendant of the shell in its
+// session, or, once its parent is gone (a double fork such as `( job & )`, or the
+// shell itself having exited), a child of the process it was handed to: the
+// nearest subreaper among its ancestors, or init. Those ancestors are the host's
+// own, so their children and the shell's, followed down through the session, are
+// the whole session: a session is only ever inherited, never joined. It reads a
+// stat per child of those processes rather than one per process on the machine
+// (disposing many terminals was quadratic that way). It reports false when the
+// kernel's children lists cannot be read; the caller then scans.
+func sessionOf(sid int) ([]member, bool) {
+	if !childrenListed() {
+		return nil, false
+	}
+	var w sessionWalk
+	w.sid = sid
+	w.seen = map[int]bool{sid: true}
+	for _, r := range w.reapers() {
+		w.seen[r] = true
+	}
+	// A reaper takes an orphan on its first live thread: the main thread, unless
+	// that has ended while others run on (then every thread is read).
+	for _, r := range w.reapers() {
+		kids, err := w.children(r, r)
+		if err == nil && !w.zombieThread(r) {
+			w.take(kids)
 			continue
 		}
-		for _, task := range tasks {
-			b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/task/" + task.Name() + "/children")
-			if err != nil {
-				if p == pid && os.IsNotExist(err) {
-					return nil, false
-				}
-				continue
-			}
-			for _, f := range strings.Fields(string(b)) {
-				c, err := strconv.Atoi(f)
-				if err != nil || seen[c] {
-					continue
-				}
-				seen[c] = true
-				// A descendant that made a session of its own left the terminal's.
-				if sid, start, ok := procSessionAndStart(c); ok && sid == pid {
-					out = append(out, member{c, start})
-					queue = append(queue, c)
-				}
-			}
+		if kids, ok := w.allChildren(r); ok {
+			w.take(kids)
+		} else {
+			return nil, false
 		}
+	}
+	kids, ok := w.allChildren(sid)
+	if !ok {
+		return nil, false
+	}
+	w.take(kids)
+	// Down from each member: w.out grows as the walk goes.
+	for i := 0; i < len(w.out); i++ {
+		kids, ok := w.allChildren(w.out[i].pid)
+		if !ok {
+			return nil, false
+		}
+		w.take(kids)
+	}
+	return w.out, true
+}
+
+// sessionWalk is one sessionOf: what it found, and the buffers it reads into.
+type sessionWalk struct {
+	sid     int
+	seen    map[int]bool
+	out     []member
+	reaped  []int // reapers' pids, once read
+	stat    [statBufSize]byte
+	listBuf []byte
+}
+
+// take adds each process of kids that is in the session and not seen yet. A
+// process that made a session of its own left the terminal's, and so did
+// everything it started.
+func (w *sessionWalk) take(kids []int) {
+	for _, c := range kids {
+		if w.seen[c] {
+			continue
+		}
+		w.seen[c] = true
+		if st, ok := statInto(c, w.stat[:]); ok && st.sid == w.sid {
+			w.out = append(w.out, member{c, st.start})
+		}
+	}
+}
+
+// reapers lists the processes an orphan of this host's children may be handed
+// to: this process, should it be a subreaper, each of its ancestors (any of them
+// may be one), and init.
+func (w *sessionWalk) reapers() []int {
+	if w.reaped != nil {
+		return w.reaped
+	}
+	self := os.Getpid()
+	out := []int{}
+	var flag int32
+	if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&flag)), 0, 0, 0); err == nil && flag != 0 {
+		out = append(out, self)
+	}
+	seen := map[int]bool{self: true}
+	for pid := self; ; {
+		st, ok := statInto(pid, w.stat[:])
+		if !ok || st.ppid <= 0 || seen[st.ppid] {
+			break
+		}
+		pid = st.ppid
+		seen[pid] = true
+		out = append(out, pid)
+	}
+	if !seen[1] {
+		out = append(out, 1)
+	}
+	w.reaped = out
+	return out
+}
+
+// zombieThread reports whether pid's main thread has ended while others run on.
+func (w *sessionWalk) zombieThread(pid int) bool {
+	st, ok := statInto(pid, w.stat[:])
+	return ok && st.state == 'Z'
+}
+
+// allChildren lists a process's children from the children list of each of its
+// threads (a child belongs to the thread that forked it). A process that is gone
+// has none; false means a list could not be read for another reason.
+func (w *sessionWalk) allChildren(pid int) ([]int, bool) {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return nil, gone(err)
+	}
+	var out []int
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		if err != nil {
+			continue
+		}
+		kids, err := w.children(pid, tid)
+		if err != nil && !gone(err) {
+			return nil, false
+		}
+		out = append(out, kids...)
 	}
 	return out, true
 }
+
+// children reads the children list of thread tid of process pid.
+func (w *sessionWalk) children(pid, tid int) ([]int, error) {
+	path := "/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/children"
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	for err == syscall.EINTR {
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	if w.listBuf == nil {
+		w.listBuf = make([]byte, 4096)
+	}
+	b := w.listBuf[:0]
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, cap(b))
+		}
+		n, err := syscall.Read(fd, b[len(b):cap(b)])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			break
+		}
+		b = b[:len(b)+n]
+	}
+	w.listBuf = b[:0]
+	var out []int
+	for _, f := range bytes.Fields(b) {
+		if c, err := strconv.Atoi(string(f)); err == nil {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// gone reports whether err says the process or thread asked about has ended.
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+}
+
+// childrenListed reports whether this kernel has the children lists
+// (CONFIG_PROC_CHILDREN), by looking for this process's main thread's.
+var childrenListed = sync.OnceValue(func() bool {
+	pid := strconv.Itoa(os.Getpid())
+	_, err := os.Stat("/proc/" + pid + "/task/" + pid + "/children")
+	return err == nil
+})
 
 // sessionMembers lists the processes whose session is sid, the shell's own pid (every
 // child starts in a session of its own). Under a pseudoterminal an interactive shell
 // puts each job in a process group of its own, so signalling the shell's group alone
 // would leave a backgrounded `sleep 1000 &` running; the session holds them all.
+// It reads every process on the machine: the way when sessionOf cannot be used.
 func sessionMembers(sid int) []member {
 	return scanSessions(map[int]bool{sid: true})[sid]
 }
@@ -79,9 +234,9 @@ func scanSessions(sids map[int]bool) map[int][]member {
 		if err != nil {
 			continue
 		}
-		s, start, ok := sessionAndStartInto(pid, buf[:])
-		if ok && sids[s] {
-			out[s] = append(out[s], member{pid, start})
+		st, ok := statInto(pid, buf[:])
+		if ok && sids[st.sid] {
+			out[st.sid] = append(out[st.sid], member{pid, st.start})
 		}
 	}
 	return out
@@ -90,38 +245,46 @@ func scanSessions(sids map[int]bool) map[int][]member {
 // procSessionAndStart reads a process's session id and start time from its stat.
 func procSessionAndStart(pid int) (int, string, bool) {
 	var buf [statBufSize]byte
-	return sessionAndStartInto(pid, buf[:])
+	st, ok := statInto(pid, buf[:])
+	return st.sid, st.start, ok
 }
 
 // statBufSize holds any /proc/<pid>/stat: some fifty numbers and a name of at most
 // 64 bytes come to well under half of it.
 const statBufSize = 1024
 
-// sessionAndStartInto is procSessionAndStart reading into buf. A scan of every
-// process reads thousands of these, and os.ReadFile costs each one a poller
-// registration attempt, an fstat and an allocation on top of the open, read and
-// close that are all a stat file needs (it was most of the CPU of disposing
-// terminals whose shells had exited).
-func sessionAndStartInto(pid int, buf []byte) (int, string, bool) {
+// procStat is what the host reads of a process's stat.
+type procStat struct {
+	state     byte // 'Z' for a zombie: ended, waiting for its parent to reap it
+	ppid, sid int
+	start     string // start time since boot, in clock ticks: with the pid, names one process
+}
+
+// statInto reads pid's stat into buf. A scan of every process reads thousands of
+// these, and os.ReadFile costs each one a poller registration attempt, an fstat
+// and an allocation on top of the open, read and close that are all a stat file
+// needs (it was most of the CPU of disposing terminals whose shells had exited).
+func statInto(pid int, buf []byte) (procStat, bool) {
 	b, ok := readStat(pid, buf)
 	if !ok {
-		return 0, "", false
+		return procStat{}, false
 	}
 	// The command name is in parentheses and may hold spaces; fields follow it.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 > len(b) {
-		return 0, "", false
+		return procStat{}, false
 	}
 	f := strings.Fields(string(b[i+2:]))
 	// After the name: state(0) ppid(1) pgrp(2) session(3) … starttime(19).
 	if len(f) < 20 {
-		return 0, "", false
+		return procStat{}, false
 	}
-	sid, err := strconv.Atoi(f[3])
-	if err != nil {
-		return 0, "", false
+	ppid, err1 := strconv.Atoi(f[1])
+	sid, err2 := strconv.Atoi(f[3])
+	if err1 != nil || err2 != nil {
+		return procStat{}, false
 	}
-	return sid, f[19], true
+	return procStat{state: f[0][0], ppid: ppid, sid: sid, start: f[19]}, true
 }
 
 // readStat reads /proc/<pid>/stat into buf in one read, as the kernel hands the whole
