@@ -443,6 +443,14 @@ func (h *host) dispatch(ctx actor.Context, m *Dispatch) {
 		h.reject(m, "only root/configChanged may be dispatched on the root channel")
 		return
 	}
+	// Root config is served to every client, signed in or not: only the keys its
+	// schema names are taken, so nobody can store what they like there for others.
+	for k := range m.Action.Config {
+		if k != ConfigDefaultShell && k != ConfigEnableCustomTerminalTool {
+			h.reject(m, fmt.Sprintf("%q is not a root config key here; the keys are %s and %s", k, ConfigDefaultShell, ConfigEnableCustomTerminalTool))
+			return
+		}
+	}
 	if v, ok := m.Action.Config[ConfigDefaultShell]; ok {
 		s, isString := v.(string)
 		if !isString || (s != "" && !isAbs(s)) {

@@ -371,3 +371,24 @@ func TestRebindingRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownRootConfigKeysRefused: root config is served to everyone, so a key its
+// schema does not name is refused with a reason and never stored.
+func TestUnknownRootConfigKeysRefused(t *testing.T) {
+	h := startHost(t)
+	c := h.dial("configurer")
+	seq := c.dispatch(messages.RootURI, map[string]any{"type": "root/configChanged", "config": map[string]any{"defaultShell": "/bin/sh", "evil": strings.Repeat("x", 100)}})
+	n := c.waitFor("the refused config", envelopeFrom(messages.RootURI, "configurer", seq))
+	if want := `"evil" is not a root config key here; the keys are defaultShell and enableCustomTerminalTool`; n.Envelope.RejectionReason != want {
+		t.Errorf("rejectionReason %q, want %q", n.Envelope.RejectionReason, want)
+	}
+	_, res := h.dialAs(t, h.owner, "config-reader", messages.RootURI)
+	st := rootSnapshot(t, res)
+	if _, stored := st.Config.Values["evil"]; stored || st.Config.Values["defaultShell"] != "" {
+		t.Errorf("a refused change was stored: %v", st.Config.Values)
+	}
+	seq = c.dispatch(messages.RootURI, map[string]any{"type": "root/configChanged", "config": map[string]any{"enableCustomTerminalTool": true}})
+	if n := c.waitFor("a known key", envelopeFrom(messages.RootURI, "configurer", seq)); n.Envelope.RejectionReason != "" {
+		t.Errorf("a known key was refused: %s", n.Envelope.RejectionReason)
+	}
+}
