@@ -361,3 +361,48 @@ func rpcError(t *testing.T, err error, code int) *messages.Error {
 var _ = pty.Available
 
 func mkdir(path string) error { return os.MkdirAll(path, 0o755) }
+
+// terminalMode is one of the two ways a host runs a shell: on pipes (what startHost
+// gives unless told otherwise) or under a pseudoterminal (what `serve` does where the
+// machine has one).
+type terminalMode struct {
+	name string
+	pty  bool
+}
+
+// terminalModes are both modes, for tests that must hold in each.
+var terminalModes = []terminalMode{{"pipes", false}, {"pty", true}}
+
+var ptyAvailable = sync.OnceValue(pty.Available)
+
+// forEachMode runs test once in each mode, as a subtest named after it; the pty one
+// is skipped, saying so, on a machine with no pseudoterminal.
+func forEachMode(t *testing.T, test func(t *testing.T, m terminalMode)) {
+	t.Helper()
+	for _, m := range terminalModes {
+		t.Run(m.name, func(t *testing.T) {
+			if m.pty && !ptyAvailable() {
+				t.Skip("no pseudoterminal on this machine")
+			}
+			test(t, m)
+		})
+	}
+}
+
+// host starts a host running its shells in this mode.
+func (m terminalMode) host(t *testing.T, opts ...hostOption) *testHost {
+	t.Helper()
+	return startHost(t, append(opts, withPty(m.pty))...)
+}
+
+// uri names a channel after this mode, so the two runs of a test never share one.
+func (m terminalMode) uri(name string) string { return "ahp-terminal:/" + name + "-" + m.name }
+
+// nl is how a line a program prints ends in what a client sees: a pseudoterminal's
+// line discipline turns "\n" into "\r\n" (termios ONLCR); pipes pass it as it is.
+func (m terminalMode) nl() string {
+	if m.pty {
+		return "\r\n"
+	}
+	return "\n"
+}

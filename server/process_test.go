@@ -57,83 +57,83 @@ func (c *conn) countActions(uri, actionType string) int {
 	return n
 }
 
-var bothModes = []struct {
-	name string
-	pty  bool
-}{{"pipes", false}, {"pty", true}}
-
 func TestExitComesAfterAllOutput(t *testing.T) {
-	for _, mode := range bothModes {
-		t.Run(mode.name, func(t *testing.T) {
-			h := startHost(t, withPty(mode.pty))
-			c := h.dial("x")
-			uri := "ahp-terminal:/flood-" + mode.name
-			// The command waits for a line, so the subscription is in place before the
-			// flood and the exit are seen as actions.
-			c.runCommand(uri, "echo ready; read go; head -c 300000 /dev/zero | tr '\\0' 'a'; echo; echo END-OF-FLOOD", nil)
-			c.input(uri, "go\r")
-			code, _ := c.waitExit(uri)
-			out := c.output(uri)
-			if code != 0 || strings.Count(out, "a") < 300000 || !strings.Contains(out, "END-OF-FLOOD") {
-				t.Fatalf("exit %d after %d bytes of output (want all 300000 and the end marker first)", code, len(out))
-			}
-			// Exactly once: ask for something that round-trips through the terminal's
-			// mailbox after the exit, then count.
-			if _, err := c.Subscribe(c.ctx(), uri); err != nil {
-				t.Fatal(err)
-			}
-			if n := c.countActions(uri, messages.TerminalExited); n != 1 {
-				t.Fatalf("terminal/exited came %d times", n)
-			}
-			exited := false
-			for _, n := range c.seen {
-				if e := n.Envelope; e != nil && e.Channel == uri {
-					if e.Type == messages.TerminalExited {
-						exited = true
-					} else if exited && e.Type == messages.TerminalData {
-						t.Fatal("output arrived after terminal/exited")
-					}
+	forEachMode(t, func(t *testing.T, mode terminalMode) {
+		h := mode.host(t)
+		c := h.dial("x")
+		uri := mode.uri("flood")
+		// The command waits for a line, so the subscription is in place before the
+		// flood and the exit are seen as actions.
+		c.runCommand(uri, "echo ready; read go; head -c 300000 /dev/zero | tr '\\0' 'a'; echo; echo END-OF-FLOOD", nil)
+		c.input(uri, "go\r")
+		code, _ := c.waitExit(uri)
+		out := c.output(uri)
+		if code != 0 || strings.Count(out, "a") < 300000 || !strings.Contains(out, "END-OF-FLOOD") {
+			t.Fatalf("exit %d after %d bytes of output (want all 300000 and the end marker first)", code, len(out))
+		}
+		// Exactly once: ask for something that round-trips through the terminal's
+		// mailbox after the exit, then count.
+		if _, err := c.Subscribe(c.ctx(), uri); err != nil {
+			t.Fatal(err)
+		}
+		if n := c.countActions(uri, messages.TerminalExited); n != 1 {
+			t.Fatalf("terminal/exited came %d times", n)
+		}
+		exited := false
+		for _, n := range c.seen {
+			if e := n.Envelope; e != nil && e.Channel == uri {
+				if e.Type == messages.TerminalExited {
+					exited = true
+				} else if exited && e.Type == messages.TerminalData {
+					t.Fatal("output arrived after terminal/exited")
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
+// TestSignalsAreReportedByName ends the shell with a signal in each mode: the exit
+// code is 128+n, the signal is named on the action, in the exited state and on the
+// root row.
 func TestSignalsAreReportedByName(t *testing.T) {
-	t.Run("pipes TERM", func(t *testing.T) {
-		h := startHost(t, withPty(false))
-		c := h.dial("x")
-		uri := "ahp-terminal:/term"
-		c.createTerminal(uri, nil)
-		c.input(uri, "kill -TERM $$\r")
-		code, sig := c.waitExit(uri)
-		if code != 143 || sig != "SIGTERM" {
-			t.Fatalf("got %d %q, want 143 SIGTERM", code, sig)
-		}
-		snap, _ := c.Subscribe(c.ctx(), uri)
-		st, _ := snap.TerminalState()
-		if st.Lifecycle.Status != "exited" || *st.Lifecycle.ExitCode != 143 || *st.ExitCode != 143 || st.Meta["signal"] != "SIGTERM" {
-			t.Fatalf("exited state: %s", snap.State)
-		}
-		rows := waitRoot(c, func(r []messages.TerminalInfo) bool {
-			row := findRow(r, uri)
-			return row != nil && row.Lifecycle != nil && row.Lifecycle.Status == "exited"
+	for _, tc := range []struct {
+		signal string
+		code   int
+	}{{"TERM", 143}, {"KILL", 137}} {
+		t.Run(tc.signal, func(t *testing.T) {
+			forEachMode(t, func(t *testing.T, mode terminalMode) {
+				h := mode.host(t)
+				c := h.dial("x")
+				uri := mode.uri("signal-" + tc.signal)
+				c.createTerminal(uri, nil)
+				kill := "kill -" + tc.signal + " $$\r"
+				if mode.pty && tc.signal == "TERM" {
+					// An interactive bash ignores SIGTERM (bash(1), SIGNALS), and under a
+					// pseudoterminal the shell is interactive: the terminal's own process
+					// becomes a shell that does not, and signals itself.
+					kill = "exec sh -c 'kill -TERM $$'\r"
+				}
+				c.input(uri, kill)
+				want := "SIG" + tc.signal
+				code, sig := c.waitExit(uri)
+				if code != tc.code || sig != want {
+					t.Fatalf("got %d %q, want %d %s", code, sig, tc.code, want)
+				}
+				snap, _ := c.Subscribe(c.ctx(), uri)
+				st, _ := snap.TerminalState()
+				if st.Lifecycle.Status != "exited" || *st.Lifecycle.ExitCode != tc.code || *st.ExitCode != tc.code || st.Meta["signal"] != want {
+					t.Fatalf("exited state: %s", snap.State)
+				}
+				rows := waitRoot(c, func(r []messages.TerminalInfo) bool {
+					row := findRow(r, uri)
+					return row != nil && row.Lifecycle != nil && row.Lifecycle.Status == "exited"
+				})
+				if row := findRow(rows, uri); *row.Lifecycle.ExitCode != tc.code {
+					t.Fatalf("root row %+v", row)
+				}
+			})
 		})
-		if row := findRow(rows, uri); *row.Lifecycle.ExitCode != 143 {
-			t.Fatalf("root row %+v", row)
-		}
-	})
-	t.Run("pty KILL", func(t *testing.T) {
-		h := startHost(t, withPty(true))
-		c := h.dial("x")
-		uri := "ahp-terminal:/kill"
-		c.createTerminal(uri, nil)
-		c.input(uri, "kill -KILL $$\r")
-		code, sig := c.waitExit(uri)
-		if code != 137 || sig != "SIGKILL" {
-			t.Fatalf("got %d %q, want 137 SIGKILL", code, sig)
-		}
-	})
+	}
 }
 
 func TestInterrupt(t *testing.T) {
@@ -175,114 +175,114 @@ func TestInterrupt(t *testing.T) {
 }
 
 func TestScrollbackCapForLateSubscriber(t *testing.T) {
-	h := startHost(t)
-	c := h.dial("x")
-	uri := "ahp-terminal:/big"
-	c.runCommand(uri, "i=0; while [ $i -lt 4000 ]; do printf '%099d\\n' $i; i=$((i+1)); done; echo LATEST", nil)
-	c.waitExit(uri)
-	late := h.dial("late")
-	snap, err := late.Subscribe(late.ctx(), uri)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, _ := snap.TerminalState()
-	var text strings.Builder
-	for _, p := range st.Content {
-		text.WriteString(p.Text())
-	}
-	got := text.String()
-	if n := len([]rune(got)); n > 200000 || n < 190000 {
-		t.Fatalf("late subscriber got %d characters, want at most (and about) 200,000", n)
-	}
-	if !strings.HasSuffix(got, "LATEST\n") {
-		t.Fatalf("scrollback does not end in the latest output: %q", got[len(got)-40:])
-	}
+	forEachMode(t, func(t *testing.T, mode terminalMode) {
+		h := mode.host(t)
+		c := h.dial("x")
+		uri := mode.uri("big")
+		c.runCommand(uri, "i=0; while [ $i -lt 4000 ]; do printf '%099d\\n' $i; i=$((i+1)); done; echo LATEST", nil)
+		c.waitExit(uri)
+		late := h.dial("late")
+		snap, err := late.Subscribe(late.ctx(), uri)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := snap.TerminalState()
+		var text strings.Builder
+		for _, p := range st.Content {
+			text.WriteString(p.Text())
+		}
+		got := text.String()
+		if n := len([]rune(got)); n > 200000 || n < 190000 {
+			t.Fatalf("late subscriber got %d characters, want at most (and about) 200,000", n)
+		}
+		if !strings.HasSuffix(got, "LATEST"+mode.nl()) {
+			t.Fatalf("scrollback does not end in the latest output: %q", got[len(got)-40:])
+		}
+	})
 }
 
 func TestEnvironment(t *testing.T) {
-	for _, mode := range bothModes {
-		t.Run(mode.name, func(t *testing.T) {
-			h := startHost(t, withPty(mode.pty))
-			c := h.dial("x")
-			uri := "ahp-terminal:/env-" + mode.name
-			c.createTerminal(uri, map[string]any{"cols": 91, "rows": 33})
-			c.input(uri, "echo \"T=$TERM C=$COLUMNS L=$LINES\"\r")
-			wantTerm := "dumb"
-			if mode.pty {
-				wantTerm = os.Getenv("TERM")
-				if wantTerm == "" || wantTerm == "dumb" {
-					wantTerm = "xterm-256color"
-				}
-			}
-			c.waitOutput(uri, fmt.Sprintf("T=%s C=91 L=33", wantTerm))
-		})
-	}
-	t.Run("flags", func(t *testing.T) {
-		h := startHost(t)
+	forEachMode(t, func(t *testing.T, mode terminalMode) {
+		h := mode.host(t)
 		c := h.dial("x")
-		uri := "ahp-terminal:/flags"
-		c.runCommand(uri, `echo "H=$VSCODE_PREVENT_SHELL_HISTORY P=[$PAGER] G=$GIT_TERMINAL_PROMPT D=$DEBIAN_FRONTEND X=$MINE"`,
+		uri := mode.uri("env")
+		c.createTerminal(uri, map[string]any{"cols": 91, "rows": 33})
+		c.input(uri, "echo \"T=$TERM C=$COLUMNS L=$LINES\"\r")
+		wantTerm := "dumb"
+		if mode.pty {
+			wantTerm = os.Getenv("TERM")
+			if wantTerm == "" || wantTerm == "dumb" {
+				wantTerm = "xterm-256color"
+			}
+		}
+		c.waitOutput(uri, fmt.Sprintf("T=%s C=91 L=33", wantTerm))
+
+		flags := mode.uri("flags")
+		c.runCommand(flags, `echo "H=$VSCODE_PREVENT_SHELL_HISTORY P=[$PAGER] G=$GIT_TERMINAL_PROMPT D=$DEBIAN_FRONTEND X=$MINE"`,
 			map[string]any{"preventShellHistory": true, "nonInteractive": true, "env": map[string]any{"MINE": "yes", "TERM": "ignored"}})
-		c.waitExit(uri)
-		if out := c.output(uri); !strings.Contains(out, "H=1 P=[] G=0 D=noninteractive X=yes") {
+		c.waitExit(flags)
+		if out := c.output(flags); !strings.Contains(out, "H=1 P=[] G=0 D=noninteractive X=yes") {
 			t.Fatalf("env: %q", out)
 		}
 	})
 }
 
 func TestMissingFolderForACommandIs127(t *testing.T) {
-	h := startHost(t)
-	c := h.dial("x")
-	uri := "ahp-terminal:/nodir"
-	c.runCommand(uri, "echo should-not-run", map[string]any{"cwd": "file:///no/such/place"})
-	code, _ := c.waitExit(uri)
-	out := c.output(uri)
-	if code != 127 || !strings.Contains(out, "/no/such/place") || strings.Contains(out, "should-not-run") {
-		t.Fatalf("exit %d output %q", code, out)
-	}
-	// One more round trip through the terminal's mailbox, then count: the exit seen
-	// in the first snapshot or as an action, never both, never twice.
-	if _, err := c.Subscribe(c.ctx(), uri); err != nil {
-		t.Fatal(err)
-	}
-	exits := c.countActions(uri, messages.TerminalExited)
-	if st := c.snaps[uri]; st.Lifecycle.Status == messages.StatusExited {
-		exits++
-	}
-	if exits != 1 {
-		t.Fatalf("a failed start fired %d exits", exits)
-	}
+	forEachMode(t, func(t *testing.T, mode terminalMode) {
+		h := mode.host(t)
+		c := h.dial("x")
+		uri := mode.uri("nodir")
+		c.runCommand(uri, "echo should-not-run", map[string]any{"cwd": "file:///no/such/place"})
+		code, _ := c.waitExit(uri)
+		out := c.output(uri)
+		if code != 127 || !strings.Contains(out, "/no/such/place") || strings.Contains(out, "should-not-run") {
+			t.Fatalf("exit %d output %q", code, out)
+		}
+		// One more round trip through the terminal's mailbox, then count: the exit seen
+		// in the first snapshot or as an action, never both, never twice.
+		if _, err := c.Subscribe(c.ctx(), uri); err != nil {
+			t.Fatal(err)
+		}
+		exits := c.countActions(uri, messages.TerminalExited)
+		if st := c.snaps[uri]; st.Lifecycle.Status == messages.StatusExited {
+			exits++
+		}
+		if exits != 1 {
+			t.Fatalf("a failed start fired %d exits", exits)
+		}
+	})
 }
 
 func TestArgsAreQuotedWordByWord(t *testing.T) {
-	h := startHost(t)
-	c := h.dial("x")
-	uri := "ahp-terminal:/argv"
-	c.runCommand(uri, "printf", map[string]any{"args": []string{"[%s]\\n", "a b", "c'd", "$HOME"}})
-	c.waitExit(uri)
-	if out := c.output(uri); !strings.Contains(out, "[a b]\n[c'd]\n[$HOME]\n") {
-		t.Fatalf("argv output %q", out)
-	}
+	forEachMode(t, func(t *testing.T, mode terminalMode) {
+		h := mode.host(t)
+		c := h.dial("x")
+		uri := mode.uri("argv")
+		c.runCommand(uri, "printf", map[string]any{"args": []string{"[%s]\\n", "a b", "c'd", "$HOME"}})
+		c.waitExit(uri)
+		nl := mode.nl()
+		if out := c.output(uri); !strings.Contains(out, "[a b]"+nl+"[c'd]"+nl+"[$HOME]"+nl) {
+			t.Fatalf("argv output %q", out)
+		}
+	})
 }
 
 func TestDisposeEndsBackgroundJobs(t *testing.T) {
-	for _, mode := range bothModes {
-		t.Run(mode.name, func(t *testing.T) {
-			h := startHost(t, withPty(mode.pty))
-			c := h.dial("x")
-			uri := "ahp-terminal:/bg-" + mode.name
-			c.createTerminal(uri, nil)
-			c.input(uri, "sleep 1000 & echo BGPID=$!.\r")
-			var m []string
-			c.waitFor("the background pid", func(*client.Notification) bool {
-				m = bgPID.FindStringSubmatch(c.output(uri))
-				return m != nil
-			})
-			pid, _ := strconv.Atoi(m[1])
-			c.mustRequest("disposeTerminal", map[string]any{"channel": uri})
-			waitGone(t, pid)
+	forEachMode(t, func(t *testing.T, mode terminalMode) {
+		h := mode.host(t)
+		c := h.dial("x")
+		uri := mode.uri("bg")
+		c.createTerminal(uri, nil)
+		c.input(uri, "sleep 1000 & echo BGPID=$!.\r")
+		var m []string
+		c.waitFor("the background pid", func(*client.Notification) bool {
+			m = bgPID.FindStringSubmatch(c.output(uri))
+			return m != nil
 		})
-	}
+		pid, _ := strconv.Atoi(m[1])
+		c.mustRequest("disposeTerminal", map[string]any{"channel": uri})
+		waitGone(t, pid)
+	})
 }
 
 var bgPID = regexp.MustCompile(`BGPID=(\d+)\.`)
@@ -308,120 +308,130 @@ func waitGone(t *testing.T, pid int) {
 }
 
 func TestInputToAnExitedTerminalIsRefused(t *testing.T) {
-	h := startHost(t)
-	c := h.dial("x")
-	uri := "ahp-terminal:/done"
-	c.runCommand(uri, "true", nil)
-	c.waitExit(uri)
-	c.input(uri, "echo hi\r")
-	rej := c.waitFor("rejected input", func(n *client.Notification) bool {
-		return n.Envelope != nil && n.Envelope.Type == messages.TerminalInput && n.Envelope.RejectionReason != ""
+	forEachMode(t, func(t *testing.T, mode terminalMode) {
+		h := mode.host(t)
+		c := h.dial("x")
+		uri := mode.uri("done")
+		c.runCommand(uri, "true", nil)
+		c.waitExit(uri)
+		c.input(uri, "echo hi\r")
+		rej := c.waitFor("rejected input", func(n *client.Notification) bool {
+			return n.Envelope != nil && n.Envelope.Type == messages.TerminalInput && n.Envelope.RejectionReason != ""
+		})
+		if !strings.Contains(rej.Envelope.RejectionReason, "exited") {
+			t.Fatalf("reason %q", rej.Envelope.RejectionReason)
+		}
 	})
-	if !strings.Contains(rej.Envelope.RejectionReason, "exited") {
-		t.Fatalf("reason %q", rej.Envelope.RejectionReason)
-	}
 }
 
 func TestAbsurdSizesAreClamped(t *testing.T) {
-	h := startHost(t)
-	c := h.dial("x")
-	uri := "ahp-terminal:/sizes"
-	snap := c.createTerminal(uri, map[string]any{"cols": 100000, "rows": 100000})
-	st, _ := snap.TerminalState()
-	if *st.Cols > 1000 || *st.Rows > 1000 {
-		t.Fatalf("created at %dx%d", *st.Cols, *st.Rows)
-	}
-	c.dispatch(uri, map[string]any{"type": "terminal/resized", "cols": 0, "rows": 0})
-	env := c.waitAction(uri, messages.TerminalResized)
-	a, _ := env.Decode()
-	if *a.Cols < 1 || *a.Rows < 1 || a.Meta["termhost"] == nil {
-		t.Fatalf("clamped echo %s", env.Action)
-	}
+	forEachMode(t, func(t *testing.T, mode terminalMode) {
+		h := mode.host(t)
+		c := h.dial("x")
+		uri := mode.uri("sizes")
+		snap := c.createTerminal(uri, map[string]any{"cols": 100000, "rows": 100000})
+		st, _ := snap.TerminalState()
+		if *st.Cols > 1000 || *st.Rows > 1000 {
+			t.Fatalf("created at %dx%d", *st.Cols, *st.Rows)
+		}
+		c.dispatch(uri, map[string]any{"type": "terminal/resized", "cols": 0, "rows": 0})
+		env := c.waitAction(uri, messages.TerminalResized)
+		a, _ := env.Decode()
+		if *a.Cols < 1 || *a.Rows < 1 || a.Meta["termhost"] == nil {
+			t.Fatalf("clamped echo %s", env.Action)
+		}
+	})
 }
 
 func TestUnknownShellFailsCleanly(t *testing.T) {
-	h := startHost(t)
-	c := h.dial("x")
-	c.dispatch(messages.RootURI, map[string]any{"type": "root/configChanged", "config": map[string]any{"defaultShell": "/no/such/shell"}})
-	c.waitAction(messages.RootURI, "root/configChanged")
-	// A defaultShell this machine cannot run is passed over for the system shell.
-	uri := "ahp-terminal:/fallback-shell"
-	c.createTerminal(uri, nil)
-	c.input(uri, "echo fell-back\r")
-	c.waitOutput(uri, "fell-back")
+	forEachMode(t, func(t *testing.T, mode terminalMode) {
+		h := mode.host(t)
+		c := h.dial("x")
+		c.dispatch(messages.RootURI, map[string]any{"type": "root/configChanged", "config": map[string]any{"defaultShell": "/no/such/shell"}})
+		c.waitAction(messages.RootURI, "root/configChanged")
+		// A defaultShell this machine cannot run is passed over for the system shell.
+		uri := mode.uri("fallback-shell")
+		c.createTerminal(uri, nil)
+		c.input(uri, "echo fell-back\r")
+		c.waitOutput(uri, "fell-back")
+	})
 }
 
 // TestChurnLeavesNoZombieOrFd runs create → exit → dispose cycles, 8 at a time, and
-// counts this process's descriptors and children before and after.
+// counts this process's descriptors and children before and after, in each mode.
+// Any growth fails it; 500 cycles a mode keep the run as long as the 1,000 under a
+// pseudoterminal alone did.
 func TestChurnLeavesNoZombieOrFd(t *testing.T) {
-	cycles := 1000
+	cycles := 500
 	if testing.Short() {
-		cycles = 100
+		cycles = 50
 	}
-	h := startHost(t, withPty(true))
-	warm := h.dial("warm")
-	warm.runCommand("ahp-terminal:/warm", "true", nil)
-	warm.waitExit("ahp-terminal:/warm")
-	warm.mustRequest("disposeTerminal", map[string]any{"channel": "ahp-terminal:/warm"})
+	forEachMode(t, func(t *testing.T, mode terminalMode) {
+		h := mode.host(t)
+		warm := h.dial("warm")
+		warm.runCommand("ahp-terminal:/warm", "true", nil)
+		warm.waitExit("ahp-terminal:/warm")
+		warm.mustRequest("disposeTerminal", map[string]any{"channel": "ahp-terminal:/warm"})
 
-	clients := make([]*conn, 8)
-	for w := range clients {
-		clients[w] = h.dial(fmt.Sprintf("churn-%d", w))
-	}
-	fdsBefore := countFDs(t)
-	// Children of earlier tests' hosts that are still being reaped are not this
-	// test's; any new child still here at the end is.
-	kidsBefore := map[string]bool{}
-	pidOf := func(k string) string { return strings.SplitN(k, "(", 2)[0] }
-	for _, k := range childPIDs(t) {
-		kidsBefore[pidOf(k)] = true
-	}
-	newKids := func() []string {
-		var out []string
-		for _, k := range childPIDs(t) {
-			if !kidsBefore[pidOf(k)] {
-				out = append(out, k)
-			}
+		clients := make([]*conn, 8)
+		for w := range clients {
+			clients[w] = h.dial(fmt.Sprintf("churn-%d", w))
 		}
-		return out
-	}
-	var wg sync.WaitGroup
-	work := make(chan int)
-	for _, c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				uri := fmt.Sprintf("ahp-terminal:/churn-%d", i)
-				c.runCommand(uri, "true", nil)
-				c.waitExit(uri)
-				c.mustRequest("disposeTerminal", map[string]any{"channel": uri})
-				c.seen = nil
+		fdsBefore := countFDs(t)
+		// Children of earlier tests' hosts that are still being reaped are not this
+		// test's; any new child still here at the end is.
+		kidsBefore := map[string]bool{}
+		pidOf := func(k string) string { return strings.SplitN(k, "(", 2)[0] }
+		for _, k := range childPIDs(t) {
+			kidsBefore[pidOf(k)] = true
+		}
+		newKids := func() []string {
+			var out []string
+			for _, k := range childPIDs(t) {
+				if !kidsBefore[pidOf(k)] {
+					out = append(out, k)
+				}
 			}
-		}()
-	}
-	for i := 0; i < cycles; i++ {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+			return out
+		}
+		var wg sync.WaitGroup
+		work := make(chan int)
+		for _, c := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range work {
+					uri := fmt.Sprintf("ahp-terminal:/churn-%d", i)
+					c.runCommand(uri, "true", nil)
+					c.waitExit(uri)
+					c.mustRequest("disposeTerminal", map[string]any{"channel": uri})
+					c.seen = nil
+				}
+			}()
+		}
+		for i := 0; i < cycles; i++ {
+			work <- i
+		}
+		close(work)
+		wg.Wait()
 
-	// Disposal answers before the last process is reaped; wait for the children.
-	deadline := time.Now().Add(waitTimeout)
-	for len(newKids()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if kids := newKids(); len(kids) > 0 {
-		t.Fatalf("children left after %d cycles: %v", cycles, kids)
-	}
-	// The connections were open before and after, so any growth is a leak. Poll a
-	// moment for descriptors the runtime is still closing.
-	for countFDs(t) > fdsBefore && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if after := countFDs(t); after > fdsBefore {
-		t.Fatalf("descriptors: %d before, %d after %d cycles", fdsBefore, after, cycles)
-	}
+		// Disposal answers before the last process is reaped; wait for the children.
+		deadline := time.Now().Add(waitTimeout)
+		for len(newKids()) > 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if kids := newKids(); len(kids) > 0 {
+			t.Fatalf("children left after %d cycles: %v", cycles, kids)
+		}
+		// The connections were open before and after, so any growth is a leak. Poll a
+		// moment for descriptors the runtime is still closing.
+		for countFDs(t) > fdsBefore && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if after := countFDs(t); after > fdsBefore {
+			t.Fatalf("descriptors: %d before, %d after %d cycles", fdsBefore, after, cycles)
+		}
+	})
 }
 
 func countFDs(t *testing.T) int {
@@ -459,38 +469,38 @@ func childPIDs(t *testing.T) []string {
 // bytes in long runs, so reads of the pipe or pty split some of them: every one
 // arrives whole, none as U+FFFD.
 func TestMultiByteOutputSurvivesReadSplits(t *testing.T) {
-	for _, mode := range bothModes {
-		t.Run(mode.name, func(t *testing.T) {
-			h := startHost(t, withPty(mode.pty))
-			c := h.dial("utf8")
-			uri := "ahp-terminal:/utf8-out-" + mode.name
-			c.runCommand(uri, "echo ready; read go; i=0; while [ $i -lt 3000 ]; do printf 'é→日😀'; i=$((i+1)); done; echo; echo END", nil)
-			c.input(uri, "go\r")
-			c.waitExit(uri)
-			out := c.output(uri)
-			if strings.ContainsRune(out, '\uFFFD') {
-				t.Fatal("a character split across reads arrived broken")
-			}
-			if n := strings.Count(out, "é→日😀"); n != 3000 {
-				t.Fatalf("%d of 3000 runs arrived whole", n)
-			}
-		})
-	}
+	forEachMode(t, func(t *testing.T, mode terminalMode) {
+		h := mode.host(t)
+		c := h.dial("utf8")
+		uri := mode.uri("utf8-out")
+		c.runCommand(uri, "echo ready; read go; i=0; while [ $i -lt 3000 ]; do printf 'é→日😀'; i=$((i+1)); done; echo; echo END", nil)
+		c.input(uri, "go\r")
+		c.waitExit(uri)
+		out := c.output(uri)
+		if strings.ContainsRune(out, '\uFFFD') {
+			t.Fatal("a character split across reads arrived broken")
+		}
+		if n := strings.Count(out, "é→日😀"); n != 3000 {
+			t.Fatalf("%d of 3000 runs arrived whole", n)
+		}
+	})
 }
 
 func TestCwdThatIsAFileOpensHome(t *testing.T) {
-	h := startHost(t)
-	c := h.dial("x")
-	file := t.TempDir() + "/plain-file"
-	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	uri := "ahp-terminal:/cwd-file"
-	snap := c.createTerminal(uri, map[string]any{"cwd": file})
-	st, _ := snap.TerminalState()
-	if strings.Contains(st.Cwd, "plain-file") {
-		t.Fatalf("opened in a file: %s", st.Cwd)
-	}
-	c.input(uri, "echo alive\r")
-	c.waitOutput(uri, "alive")
+	forEachMode(t, func(t *testing.T, mode terminalMode) {
+		h := mode.host(t)
+		c := h.dial("x")
+		file := t.TempDir() + "/plain-file"
+		if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		uri := mode.uri("cwd-file")
+		snap := c.createTerminal(uri, map[string]any{"cwd": file})
+		st, _ := snap.TerminalState()
+		if strings.Contains(st.Cwd, "plain-file") {
+			t.Fatalf("opened in a file: %s", st.Cwd)
+		}
+		c.input(uri, "echo alive\r")
+		c.waitOutput(uri, "alive")
+	})
 }
