@@ -1,20 +1,18 @@
-// Package actors holds every mutable thing of the host in exactly one protoactor-go
-// actor: the Host (the root list, root config and the registry of channels), one
-// Terminal per terminal with its Shell child that owns the process, and one Connection
-// per WebSocket.
+// Package actors is where every mutable thing of the host lives, each in exactly one
+// protoactor-go actor, one package per job beneath it:
 //
-// Ordering promises:
-//   - A Terminal's mailbox serializes everything on its channel: input, resize, claim,
-//     title, clear and the shell's output. A subscribe is answered from inside that
-//     mailbox, so a subscriber gets the snapshot and then every later action, nothing
-//     lost or doubled between them.
-//   - terminal/exited goes out once, only after the process exited and its output
-//     drained (or the drain grace ran out), so a one-command terminal's output is all
-//     there before its exit.
-//   - serverSeq is one host-wide counter (the Journal); every envelope on every channel
-//     takes the next value, and the Journal keeps a bounded ring for reconnect.
+//   - root: the root channel (the list of terminals, root config) and the registry
+//     that maps a channel URI to its actor; it spawns and supervises the rest;
+//   - terminal: one actor per terminal, with its shell child that owns the process;
+//   - session: one actor per session, with its chats, their turns and `!` commands;
+//   - channel: the messages every channel actor answers (subscribe, unsubscribe,
+//     dispatch, shutdown);
+//   - delivery: how frames reach a connection: the Journal (serverSeq and the replay
+//     ring) and one Outbox per connection.
 //
-// Nothing blocks inside Receive: process waits, reads and socket writes happen on
-// goroutines that report back as messages, and a Terminal hands frames to a
-// Connection's Outbox, which never blocks.
+// The connection actor, one per WebSocket, is the AHP method table in server/ahp.
+//
+// Nothing blocks inside a Receive: process waits, reads and socket writes happen on
+// goroutines that report back as messages, and a channel actor hands frames to a
+// connection's Outbox, which never blocks.
 package actors

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/termhost/termhost/actors"
+	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/server"
 )
@@ -97,7 +97,7 @@ func serveLocalHost(dir string, opts LocalHostOptions) (*LocalHost, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	srv, err := server.New(server.Config{
-		Host:   actors.Options{UsePty: opts.UsePty, DefaultShell: opts.Shell},
+		Root:   root.Options{UsePty: opts.UsePty, DefaultShell: opts.Shell},
 		Auth:   store,
 		Logger: logger,
 	})

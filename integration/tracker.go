@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -226,7 +225,7 @@ func (t *Tracker) handle(ev *Event, e *emitter) {
 			e.emit(t.finished(ev.ExitCode, t.now()))
 		}
 	case Cwd:
-		u := fileURI(ev.Cwd)
+		u := messages.FileURI(ev.Cwd)
 		if u != t.cwd {
 			t.cwd = u
 			e.emit(messages.Action{Type: messages.TerminalCwdChanged, Cwd: messages.Ptr(u)})
@@ -251,20 +250,6 @@ func (t *Tracker) finished(code *int, now time.Time) messages.Action {
 func (t *Tracker) ownNonce(n string) bool {
 	return t.nonce != "" && subtle.ConstantTimeCompare([]byte(n), []byte(t.nonce)) == 1
 }
-
-// fileURI is the file:// URI of a path, percent-encoded as a URI path needs. A
-// Windows path (C:\dir) becomes file:///C:/dir.
-func fileURI(path string) string {
-	if len(path) >= 2 && path[1] == ':' && isLetter(path[0]) {
-		path = "/" + strings.ReplaceAll(path, `\`, "/")
-	}
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	return (&url.URL{Scheme: "file", Path: path}).String()
-}
-
-func isLetter(c byte) bool { return 'A' <= c&^0x20 && c&^0x20 <= 'Z' }
 
 // maxLine is how many characters of a typed line are kept.
 const maxLine = 4096

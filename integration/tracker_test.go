@@ -218,15 +218,6 @@ func TestTrackerCwd(t *testing.T) {
 	if js(got) != want {
 		t.Fatalf("got  %s\nwant %s", js(got), want)
 	}
-	for path, uri := range map[string]string{
-		`/home/u/€ x`: "file:///home/u/%E2%82%AC%20x",
-		`C:\Users\u`:  "file:///C:/Users/u",
-		`/`:           "file:///",
-	} {
-		if got := fileURI(path); got != uri {
-			t.Errorf("fileURI(%q) = %q, want %q", path, got, uri)
-		}
-	}
 }
 
 func TestTrackerOSC7AloneIsNotDetection(t *testing.T) {

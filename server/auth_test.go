@@ -15,7 +15,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/termhost/termhost/actors"
+
+	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/client"
 	"github.com/termhost/termhost/messages"
@@ -683,10 +684,10 @@ func TestRevokedConnectionIsClosed(t *testing.T) {
 	cases := []struct {
 		name   string
 		change func(user string) error
-		reason actors.CloseReason
+		reason delivery.CloseReason
 	}{
-		{"revoked", func(user string) error { _, err := cli.Revoke(user); return err }, actors.ReasonSignedOut},
-		{"made a guest", func(user string) error { return setRole(h.store.Path(), user, auth.RoleGuest) }, actors.ReasonRightsChanged},
+		{"revoked", func(user string) error { _, err := cli.Revoke(user); return err }, delivery.ReasonSignedOut},
+		{"made a guest", func(user string) error { return setRole(h.store.Path(), user, auth.RoleGuest) }, delivery.ReasonRightsChanged},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

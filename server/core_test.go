@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/coder/websocket"
+
 	"github.com/termhost/termhost/client"
 	"github.com/termhost/termhost/messages"
 )

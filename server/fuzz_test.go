@@ -18,7 +18,10 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/coder/websocket"
-	"github.com/termhost/termhost/actors"
+
+	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/delivery"
+	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/client"
 	"github.com/termhost/termhost/messages"
@@ -144,7 +147,7 @@ func startFuzzHost(f *testing.F) *fuzzHost {
 		f.Fatal(err)
 	}
 	srv, err := server.New(server.Config{
-		Host:   actors.Options{Home: f.TempDir(), KillGrace: 500 * time.Millisecond, DefaultShell: "/bin/bash"},
+		Root:   root.Options{Home: f.TempDir(), KillGrace: 500 * time.Millisecond, DefaultShell: "/bin/bash"},
 		Auth:   store,
 		Logger: slog.New(slog.DiscardHandler),
 	})
@@ -189,7 +192,7 @@ func startFuzzHost(f *testing.F) *fuzzHost {
 // ensureTerminal makes the terminal the fuzzed frames may touch, if a frame disposed
 // of it. It runs cat, deaf to ^C, so typed bytes are only echoed.
 func (fz *fuzzHost) ensureTerminal(ctx context.Context, t *testing.T) {
-	res, err := fz.srv.System().Root.RequestFuture(fz.srv.HostPID(), &actors.ListTerminals{}, untilDone(ctx)).Result()
+	res, err := fz.srv.System().Root.RequestFuture(fz.srv.RootPID(), &root.ListTerminals{}, untilDone(ctx)).Result()
 	if err != nil {
 		t.Fatalf("the host does not list its terminals: %v", err)
 	}
@@ -306,7 +309,7 @@ func (fz *fuzzHost) check(t *testing.T, initFirst bool, frame []byte) {
 			// The one frame the host ends a connection for is an initialize offering
 			// no version it speaks; it answers first.
 			var ce websocket.CloseError
-			if errors.As(err, &ce) && ce.Reason == string(actors.ReasonVersionMismatch) && answered {
+			if errors.As(err, &ce) && ce.Reason == string(delivery.ReasonVersionMismatch) && answered {
 				fz.hostGoesOn(ctx, t, frame)
 				return
 			}
@@ -358,12 +361,12 @@ func isClosedByHost(err error) bool {
 // answers: a subscribe goes through the host and the terminal's mailbox, behind
 // whatever the frame sent them.
 func (fz *fuzzHost) hostGoesOn(ctx context.Context, t *testing.T, frame []byte) {
-	probe := actors.NewOutbox(actors.OutboxLimits{Bytes: 1 << 20}, nil)
-	res, err := fz.srv.System().Root.RequestFuture(fz.srv.HostPID(), &actors.Subscribe{Channel: fuzzTerminal, Sub: probe}, untilDone(ctx)).Result()
-	if r, ok := res.(*actors.SubscribeResult); err != nil || !ok || (r.Err != nil && r.Err.Code != messages.CodeNotFound) {
+	probe := delivery.NewOutbox(delivery.OutboxLimits{Bytes: 1 << 20}, nil)
+	res, err := fz.srv.System().Root.RequestFuture(fz.srv.RootPID(), &channel.Subscribe{Channel: fuzzTerminal, Sub: probe}, untilDone(ctx)).Result()
+	if r, ok := res.(*channel.SubscribeResult); err != nil || !ok || (r.Err != nil && r.Err.Code != messages.CodeNotFound) {
 		t.Fatalf("after frame %q the terminal does not answer: %v %v", frame, res, err)
 	}
-	fz.srv.System().Root.Send(fz.srv.HostPID(), &actors.Unsubscribe{Channel: fuzzTerminal, Sub: probe})
+	fz.srv.System().Root.Send(fz.srv.RootPID(), &channel.Unsubscribe{Channel: fuzzTerminal, Sub: probe})
 	fz.mu.Lock()
 	failures := fz.failures
 	fz.failures = nil

@@ -15,7 +15,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/termhost/termhost/actors"
+
+	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/client"
 	"github.com/termhost/termhost/messages"
@@ -183,8 +184,8 @@ func TestBusyRevokedConnectionIsClosed(t *testing.T) {
 		t.Fatal("a busy connection stayed open after its token was revoked")
 	}
 	var ce websocket.CloseError
-	if err := c.Err(); !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || ce.Reason != string(actors.ReasonSignedOut) {
-		t.Fatalf("the connection ended with %v, want 1008 %q", err, actors.ReasonSignedOut)
+	if err := c.Err(); !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || ce.Reason != string(delivery.ReasonSignedOut) {
+		t.Fatalf("the connection ended with %v, want 1008 %q", err, delivery.ReasonSignedOut)
 	}
 }
 
@@ -283,7 +284,7 @@ func TestChannelURIsAreChecked(t *testing.T) {
 // names the user's home as defaultDirectory, never a bare "file:" that a client
 // would pass back as a cwd.
 func TestDefaultDirectoryIsTheHome(t *testing.T) {
-	h := startHost(t, func(c *server.Config) { c.Host.Home = "" })
+	h := startHost(t, func(c *server.Config) { c.Root.Home = "" })
 	_, res := h.dialAs(t, h.owner, "home", messages.RootURI)
 	home, err := os.UserHomeDir()
 	if err != nil || home == "" {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/termhost/termhost/actors"
+	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/client"
 	"github.com/termhost/termhost/messages"
@@ -41,7 +41,7 @@ type testHost struct {
 
 type hostOption func(*server.Config)
 
-func withPty(use bool) hostOption { return func(c *server.Config) { c.Host.UsePty = use } }
+func withPty(use bool) hostOption { return func(c *server.Config) { c.Root.UsePty = use } }
 
 // withAllowAnonymous is --allow-anonymous: a host on a non-loopback address takes
 // connections without a valid token (they still can drive nothing).
@@ -63,7 +63,7 @@ func withRightsRecheck(d time.Duration) hostOption {
 
 // withCommandTimeout shortens the two minutes a `!` command may run.
 func withCommandTimeout(d time.Duration) hostOption {
-	return func(c *server.Config) { c.Host.CommandTimeout = d }
+	return func(c *server.Config) { c.Root.CommandTimeout = d }
 }
 
 // withMaxFrameBytes sets the largest frame a client may send.
@@ -101,7 +101,7 @@ func startHostIn(t *testing.T, dir, listen string, opts ...hostOption) *testHost
 	}
 	cfg := server.Config{
 		// bash is pinned so prompts and job control are the same on every machine.
-		Host:   actors.Options{UsePty: false, Home: t.TempDir(), KillGrace: 500 * time.Millisecond, DefaultShell: "/bin/bash", Store: kept},
+		Root:   root.Options{UsePty: false, Home: t.TempDir(), KillGrace: 500 * time.Millisecond, DefaultShell: "/bin/bash", Store: kept},
 		Auth:   store,
 		Logger: testLogger(t),
 	}

@@ -22,11 +22,16 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/coder/websocket"
-	"github.com/termhost/termhost/actors"
+
+	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/delivery"
+	"github.com/termhost/termhost/actors/root"
+	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/client"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/server"
+	"github.com/termhost/termhost/server/ahp"
 )
 
 // Hostile input: whatever one connection sends, the host answers it or ignores it
@@ -729,7 +734,7 @@ func TestSlowReaderIsClosed(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the host never gave up on a connection that does not read")
 	}
-	if reason != string(actors.ReasonSlowConsumer) {
+	if reason != string(delivery.ReasonSlowConsumer) {
 		t.Fatalf("closing for %q", reason)
 	}
 	// Reading now drains what the socket holds and ends with the close frame.
@@ -738,8 +743,8 @@ func TestSlowReaderIsClosed(t *testing.T) {
 		_, _, rerr = slow.Read(ctx)
 	}
 	var ce websocket.CloseError
-	if !errors.As(rerr, &ce) || ce.Code != websocket.StatusPolicyViolation || ce.Reason != string(actors.ReasonSlowConsumer) {
-		t.Fatalf("the slow reader ended with %v, want 1008 %q", rerr, actors.ReasonSlowConsumer)
+	if !errors.As(rerr, &ce) || ce.Code != websocket.StatusPolicyViolation || ce.Reason != string(delivery.ReasonSlowConsumer) {
+		t.Fatalf("the slow reader ended with %v, want 1008 %q", rerr, delivery.ReasonSlowConsumer)
 	}
 
 	// The flood goes on; the other connection is served meanwhile.
@@ -891,13 +896,13 @@ func maskedTextFrame(payload string) []byte {
 // handed to it and it could never be freed.
 func TestDroppedHandshakeLeavesNoSubscriber(t *testing.T) {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
-	journal := actors.NewJournal(1024, 1<<20)
-	host, err := system.Root.SpawnNamed(actors.NewHostProps(actors.Options{Home: t.TempDir(), DefaultShell: "/bin/bash", KillGrace: 500 * time.Millisecond}, journal), "host")
+	journal := delivery.NewJournal(1024, 1<<20)
+	host, err := system.Root.SpawnNamed(root.NewProps(root.Options{Home: t.TempDir(), DefaultShell: "/bin/bash", KillGrace: 500 * time.Millisecond}, journal), "host")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_, _ = system.Root.RequestFuture(host, &actors.Shutdown{}, waitTimeout).Result()
+		_, _ = system.Root.RequestFuture(host, &channel.Shutdown{}, waitTimeout).Result()
 		system.Shutdown()
 	})
 	store, err := auth.Open(t.TempDir())
@@ -908,25 +913,25 @@ func TestDroppedHandshakeLeavesNoSubscriber(t *testing.T) {
 	owner, _ := store.Authenticate(tok)
 
 	uri := "ahp-terminal:/subscribed"
-	if res, err := system.Root.RequestFuture(host, &actors.CreateTerminal{URI: uri, Claim: messages.Claim{Kind: messages.ClaimClient}}, waitTimeout).Result(); err != nil || res.(*actors.CreateResult).Err != nil {
+	if res, err := system.Root.RequestFuture(host, &terminal.Create{URI: uri, Claim: messages.Claim{Kind: messages.ClaimClient}}, waitTimeout).Result(); err != nil || res.(*terminal.CreateResult).Err != nil {
 		t.Fatalf("create: %v %v", res, err)
 	}
 	initialize := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["1.0.0"],"clientId":"d","initialSubscriptions":["ahp-root://","` + uri + `"]}}`)
 	subscribe := []byte(`{"jsonrpc":"2.0","id":2,"method":"subscribe","params":{"channel":"` + uri + `"}}`)
 
 	const rounds = 20
-	var queues []weak.Pointer[actors.Outbox]
+	var queues []weak.Pointer[delivery.Outbox]
 	for i := range rounds {
-		ob := actors.NewOutbox(actors.OutboxLimits{Bytes: 1 << 20}, nil)
+		ob := delivery.NewOutbox(delivery.OutboxLimits{Bytes: 1 << 20}, nil)
 		queues = append(queues, weak.Make(ob))
-		pid := system.Root.Spawn(actors.NewConnectionProps(actors.ConnectionConfig{
-			Host: host, Journal: journal, Outbox: ob, Principal: owner, Close: ob.Finish,
+		pid := system.Root.Spawn(ahp.NewProps(ahp.Config{
+			Root: host, Journal: journal, Outbox: ob, Principal: owner, Close: ob.Finish,
 		}))
-		system.Root.Send(pid, &actors.Frame{Data: initialize})
+		system.Root.Send(pid, &ahp.Frame{Data: initialize})
 		if i%2 == 1 {
-			system.Root.Send(pid, &actors.Frame{Data: subscribe})
+			system.Root.Send(pid, &ahp.Frame{Data: subscribe})
 		}
-		system.Root.Send(pid, &actors.Disconnected{})
+		system.Root.Send(pid, &ahp.Disconnected{})
 		// Disconnected closes the queue last: wait for that.
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		for {
@@ -941,11 +946,11 @@ func TestDroppedHandshakeLeavesNoSubscriber(t *testing.T) {
 	}
 	// Whatever the actors sent before closing their queues has been handled once the
 	// host, and the terminal behind it, answer a later request.
-	if _, err := system.Root.RequestFuture(host, &actors.ListTerminals{}, waitTimeout).Result(); err != nil {
+	if _, err := system.Root.RequestFuture(host, &root.ListTerminals{}, waitTimeout).Result(); err != nil {
 		t.Fatal(err)
 	}
-	probe := actors.NewOutbox(actors.OutboxLimits{Bytes: 1 << 20}, nil)
-	if _, err := system.Root.RequestFuture(host, &actors.Subscribe{Channel: uri, Sub: probe}, waitTimeout).Result(); err != nil {
+	probe := delivery.NewOutbox(delivery.OutboxLimits{Bytes: 1 << 20}, nil)
+	if _, err := system.Root.RequestFuture(host, &channel.Subscribe{Channel: uri, Sub: probe}, waitTimeout).Result(); err != nil {
 		t.Fatal(err)
 	}
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/termhost/termhost/actors"
+	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/client"
 	"github.com/termhost/termhost/messages"
 )
@@ -127,11 +127,11 @@ func TestScreenAnswersAndAltBuffer(t *testing.T) {
 
 var cursorReport = regexp.MustCompile(`POS=\d+;\d+\.`)
 
-func (h *testHost) screen(t *testing.T, uri string) *actors.ScreenInfo {
+func (h *testHost) screen(t *testing.T, uri string) *terminal.ScreenInfo {
 	t.Helper()
-	res, err := h.srv.System().Root.RequestFuture(h.srv.HostPID(), &actors.ScreenQuery{URI: uri}, waitTimeout).Result()
+	res, err := h.srv.System().Root.RequestFuture(h.srv.RootPID(), &terminal.ScreenQuery{URI: uri}, waitTimeout).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.(*actors.ScreenInfo)
+	return res.(*terminal.ScreenInfo)
 }

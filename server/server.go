@@ -18,14 +18,20 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/coder/websocket"
-	"github.com/termhost/termhost/actors"
-	"github.com/termhost/termhost/auth"
 	"golang.org/x/sync/semaphore"
+
+	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/delivery"
+	"github.com/termhost/termhost/actors/root"
+	"github.com/termhost/termhost/actors/terminal"
+	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/server/ahp"
 )
 
 // Config is what a Server is made with. Zero values mean the defaults named.
 type Config struct {
-	Host actors.Options
+	// Root is what the root actor, and through it every terminal and session, is made with.
+	Root root.Options
 	// Auth signs connections in; required.
 	Auth *auth.Store
 	// AllowAnonymous lets a host on a non-loopback address take connections that
@@ -70,8 +76,8 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	system  *actor.ActorSystem
-	host    *actor.PID
-	journal *actors.Journal
+	root    *actor.PID
+	journal *delivery.Journal
 
 	mu sync.Mutex // guards conns, anonymous and closing
 	// conns are the open WebSockets and their connection actors (nil until spawned).
@@ -95,9 +101,9 @@ func New(cfg Config) (*Server, error) {
 		cfg.OutboxBytes = 16 << 20
 	}
 	if cfg.BehindBytes <= 0 {
-		cfg.BehindBytes = cfg.Host.ScrollbackLimit
+		cfg.BehindBytes = cfg.Root.ScrollbackLimit
 		if cfg.BehindBytes <= 0 {
-			cfg.BehindBytes = actors.DefaultScrollbackLimit
+			cfg.BehindBytes = terminal.DefaultScrollbackLimit
 		}
 	}
 	if cfg.BehindGrace <= 0 {
@@ -127,19 +133,19 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	cfg.Host.Logger = cfg.Logger
+	cfg.Root.Logger = cfg.Logger
 	// The host's defaults are filled in here, once, so that what connections are told
 	// (the home folder as defaultDirectory) is what the host uses.
-	cfg.Host = cfg.Host.WithDefaults()
+	cfg.Root = cfg.Root.WithDefaults()
 	// protoactor's own logs are about its internals: warnings and up only.
 	quiet := slog.New(levelFloor{cfg.Logger.Handler(), slog.LevelWarn}).With("lib", "protoactor")
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	journal := actors.NewJournal(8192, 16<<20)
-	host, err := system.Root.SpawnNamed(actors.NewHostProps(cfg.Host, journal), "host")
+	journal := delivery.NewJournal(8192, 16<<20)
+	rootPID, err := system.Root.SpawnNamed(root.NewProps(cfg.Root, journal), "root")
 	if err != nil {
-		return nil, fmt.Errorf("server: starting the host actor: %w", err)
+		return nil, fmt.Errorf("server: starting the root actor: %w", err)
 	}
-	return &Server{cfg: cfg, log: cfg.Logger, system: system, host: host, journal: journal, conns: map[*websocket.Conn]*actor.PID{}}, nil
+	return &Server{cfg: cfg, log: cfg.Logger, system: system, root: rootPID, journal: journal, conns: map[*websocket.Conn]*actor.PID{}}, nil
 }
 
 // levelFloor drops records below a level.
@@ -222,7 +228,7 @@ func (s *Server) watchRights(ctx context.Context) {
 		}
 		s.mu.Unlock()
 		for _, pid := range pids {
-			s.system.Root.Send(pid, &actors.Recheck{})
+			s.system.Root.Send(pid, &ahp.Recheck{})
 		}
 	}
 }
@@ -235,8 +241,8 @@ func isLoopback(a net.Addr) bool {
 // System is the actor system, for tests and the bench.
 func (s *Server) System() *actor.ActorSystem { return s.system }
 
-// HostPID is the host actor.
-func (s *Server) HostPID() *actor.PID { return s.host }
+// RootPID is the root actor, for tests and the bench.
+func (s *Server) RootPID() *actor.PID { return s.root }
 
 // Shutdown closes every connection with StatusGoingAway, ends every terminal's
 // process group, and stops the actor system.
@@ -253,7 +259,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = c.Close(websocket.StatusGoingAway, string(actors.ReasonShutdown))
+			_ = c.Close(websocket.StatusGoingAway, string(delivery.ReasonShutdown))
 		}()
 	}
 	wg.Wait()
@@ -261,7 +267,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 	}
-	_, err := s.system.Root.RequestFuture(s.host, &actors.Shutdown{}, timeout).Result()
+	_, err := s.system.Root.RequestFuture(s.root, &channel.Shutdown{}, timeout).Result()
 	s.system.Shutdown()
 	if err != nil {
 		return fmt.Errorf("server: ending terminals: %w", err)
@@ -354,7 +360,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		_ = conn.Close(websocket.StatusGoingAway, string(actors.ReasonShutdown))
+		_ = conn.Close(websocket.StatusGoingAway, string(delivery.ReasonShutdown))
 		return
 	}
 	s.conns[conn] = nil
@@ -382,26 +388,26 @@ func (s *Server) runConnection(reqCtx context.Context, conn *websocket.Conn, p a
 	defer cancel()
 	log := s.log.With("user", p.User)
 	closeOnce := sync.Once{}
-	closeWith := func(code websocket.StatusCode, reason actors.CloseReason) {
+	closeWith := func(code websocket.StatusCode, reason delivery.CloseReason) {
 		closeOnce.Do(func() {
 			log.Info("closing connection", "reason", string(reason))
 			go func() { _ = conn.Close(code, string(reason)) }()
 		})
 	}
-	limits := actors.OutboxLimits{Bytes: s.cfg.OutboxBytes, ChannelBytes: s.cfg.BehindBytes, Grace: s.cfg.BehindGrace}
-	outbox := actors.NewOutbox(limits, func(reason actors.CloseReason) {
+	limits := delivery.OutboxLimits{Bytes: s.cfg.OutboxBytes, ChannelBytes: s.cfg.BehindBytes, Grace: s.cfg.BehindGrace}
+	outbox := delivery.NewOutbox(limits, func(reason delivery.CloseReason) {
 		closeWith(websocket.StatusPolicyViolation, reason)
 	})
 	inFlight := make(chan struct{}, s.cfg.MaxInFlight)
 	inFlightBytes := semaphore.NewWeighted(s.cfg.MaxInFlightBytes)
-	props := actors.NewConnectionProps(actors.ConnectionConfig{
-		Host:      s.host,
+	props := ahp.NewProps(ahp.Config{
+		Root:      s.root,
 		Journal:   s.journal,
 		Outbox:    outbox,
 		Principal: p,
 		Refresh:   refresh,
-		Info:      actors.ServerInfo{Name: "termhost", Version: s.cfg.Version},
-		Home:      s.cfg.Host.Home,
+		Info:      ahp.ServerInfo{Name: "termhost", Version: s.cfg.Version},
+		Home:      s.cfg.Root.Home,
 		Logger:    log,
 		Close:     outbox.Finish,
 		Done: func(n int) {
@@ -410,7 +416,7 @@ func (s *Server) runConnection(reqCtx context.Context, conn *websocket.Conn, p a
 		},
 	})
 	pid := s.system.Root.Spawn(props)
-	defer s.system.Root.Send(pid, &actors.Disconnected{})
+	defer s.system.Root.Send(pid, &ahp.Disconnected{})
 	s.mu.Lock()
 	if _, open := s.conns[conn]; open {
 		s.conns[conn] = pid
@@ -444,15 +450,15 @@ func (s *Server) runConnection(reqCtx context.Context, conn *websocket.Conn, p a
 		case <-ctx.Done():
 			return
 		}
-		s.system.Root.Send(pid, &actors.Frame{Data: data})
+		s.system.Root.Send(pid, &ahp.Frame{Data: data})
 	}
 }
 
-func (s *Server) writeLoop(ctx context.Context, conn *websocket.Conn, outbox *actors.Outbox, closeWith func(websocket.StatusCode, actors.CloseReason)) {
+func (s *Server) writeLoop(ctx context.Context, conn *websocket.Conn, outbox *delivery.Outbox, closeWith func(websocket.StatusCode, delivery.CloseReason)) {
 	for {
 		frames, err := outbox.Next(ctx)
 		if err != nil {
-			var fin *actors.Finished
+			var fin *delivery.Finished
 			if errors.As(err, &fin) {
 				closeWith(websocket.StatusPolicyViolation, fin.Reason)
 			}

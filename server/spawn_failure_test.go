@@ -35,7 +35,7 @@ func TestASpawnThatFailsAnswersCreateWithAnError(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := []hostOption{withPty(tc.usePty)}
 			if !tc.viaConfig {
-				opts = append(opts, func(c *server.Config) { c.Host.DefaultShell = tc.shell })
+				opts = append(opts, func(c *server.Config) { c.Root.DefaultShell = tc.shell })
 			}
 			h := startHost(t, opts...)
 			c := h.dial("spawner")

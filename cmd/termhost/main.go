@@ -19,7 +19,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/termhost/termhost/actors"
+	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/persistence"
 	"github.com/termhost/termhost/pty"
@@ -134,7 +134,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	srv, err := server.New(server.Config{
-		Host:           actors.Options{UsePty: usePty, ZshFolderAsFound: *zshFolder == "as-found", Store: sessions},
+		Root:           root.Options{UsePty: usePty, ZshFolderAsFound: *zshFolder == "as-found", Store: sessions},
 		Auth:           store,
 		AllowAnonymous: *allowAnon,
 		AllowOrigins:   origins,

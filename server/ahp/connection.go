@@ -1,4 +1,4 @@
-package actors
+package ahp
 
 import (
 	"encoding/json"
@@ -10,6 +10,11 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/delivery"
+	"github.com/termhost/termhost/actors/session"
+	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/messages"
 )
@@ -20,11 +25,11 @@ type ServerInfo struct {
 	Version string `json:"version"`
 }
 
-// ConnectionConfig is what a Connection actor is made with.
-type ConnectionConfig struct {
-	Host      *actor.PID
-	Journal   *Journal
-	Outbox    *Outbox
+// Config is what a Connection actor is made with.
+type Config struct {
+	Root      *actor.PID
+	Journal   *delivery.Journal
+	Outbox    *delivery.Outbox
 	Principal auth.Principal
 	// Refresh, when set, says who Principal's sign-in is now: the users file may
 	// have revoked its token or changed its role since the socket opened. It is
@@ -34,7 +39,7 @@ type ConnectionConfig struct {
 	Home    string
 	Logger  *slog.Logger
 	// Close ends the socket with a reason once what is queued has been written.
-	Close func(CloseReason)
+	Close func(delivery.CloseReason)
 	// Done is called once for every Frame after it was handled, so the reader can
 	// bound how many frames are in flight.
 	Done func(frameBytes int)
@@ -55,7 +60,7 @@ type Recheck struct{}
 // connection is one WebSocket's actor: its JSON-RPC requests, its subscriptions and
 // its signed-in principal. It never writes the socket itself; it queues on its Outbox.
 type connection struct {
-	cfg         ConnectionConfig
+	cfg         Config
 	clientID    string
 	initialized bool
 	subscribed  map[string]bool
@@ -76,8 +81,8 @@ type connection struct {
 	closing bool
 }
 
-// NewConnectionProps makes the props of a connection actor.
-func NewConnectionProps(cfg ConnectionConfig) *actor.Props {
+// NewProps makes the props of a connection actor.
+func NewProps(cfg Config) *actor.Props {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -85,10 +90,6 @@ func NewConnectionProps(cfg ConnectionConfig) *actor.Props {
 		return &connection{cfg: cfg, subscribed: map[string]bool{}, subscribing: map[string]int{}, terminals: map[string]*actor.PID{}, viaHost: map[string]bool{}}
 	})
 }
-
-// requestTimeout bounds a wait on another actor; createTerminal waits for a listing,
-// which takes up to ten seconds.
-const requestTimeout = 30 * time.Second
 
 func (c *connection) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
@@ -114,11 +115,11 @@ func (c *connection) Receive(ctx actor.Context) {
 		// Unsubscribe follows any Subscribe this actor sent to the same channel, so
 		// one still on its way is undone too.
 		for ch := range c.subscribed {
-			ctx.Send(c.cfg.Host, &Unsubscribe{Channel: ch, Sub: c.cfg.Outbox})
+			ctx.Send(c.cfg.Root, &channel.Unsubscribe{Channel: ch, Sub: c.cfg.Outbox})
 		}
 		for ch := range c.subscribing {
 			if !c.subscribed[ch] {
-				ctx.Send(c.cfg.Host, &Unsubscribe{Channel: ch, Sub: c.cfg.Outbox})
+				ctx.Send(c.cfg.Root, &channel.Unsubscribe{Channel: ch, Sub: c.cfg.Outbox})
 			}
 		}
 		c.subscribed = map[string]bool{}
@@ -281,7 +282,7 @@ func (c *connection) initialize(ctx actor.Context, id json.RawMessage, raw json.
 	if verr != nil {
 		c.fail(id, verr)
 		if verr.Code == messages.CodeUnsupportedProtocolVersion {
-			c.cfg.Close(ReasonVersionMismatch)
+			c.cfg.Close(delivery.ReasonVersionMismatch)
 		}
 		return
 	}
@@ -294,7 +295,7 @@ func (c *connection) initialize(ctx actor.Context, id json.RawMessage, raw json.
 			"serverSeq":                   c.cfg.Journal.Current(),
 			"serverInfo":                  c.cfg.Info,
 			"snapshots":                   snaps,
-			"defaultDirectory":            fileURI(c.cfg.Home),
+			"defaultDirectory":            messages.FileURI(c.cfg.Home),
 			"completionTriggerCharacters": []string{"@", "#", "/"},
 			// A turn's text that starts with ! runs as a shell command (seed: "Who opens one").
 			"terminalCommandPrefix": "!",
@@ -356,14 +357,14 @@ func (c *connection) subscribeHeld(ctx actor.Context, ch string, then func(*mess
 	c.cfg.Outbox.Hold(ch)
 	c.subscribing[ch]++
 	delete(c.viaHost, ch)
-	f := ctx.RequestFuture(c.cfg.Host, &Subscribe{Channel: ch, Sub: c.cfg.Outbox}, requestTimeout)
+	f := ctx.RequestFuture(c.cfg.Root, &channel.Subscribe{Channel: ch, Sub: c.cfg.Outbox}, channel.RequestTimeout)
 	ctx.ReenterAfter(f, func(res interface{}, err error) {
 		c.doneSubscribing(ch)
 		if c.gone {
-			ctx.Send(c.cfg.Host, &Unsubscribe{Channel: ch, Sub: c.cfg.Outbox})
+			ctx.Send(c.cfg.Root, &channel.Unsubscribe{Channel: ch, Sub: c.cfg.Outbox})
 			return
 		}
-		r, ok := res.(*SubscribeResult)
+		r, ok := res.(*channel.SubscribeResult)
 		switch {
 		case err != nil || !ok:
 			then(nil, messages.Errorf(messages.CodeInternalError, "Internal error: no answer from %s", ch))
@@ -600,13 +601,13 @@ func (c *connection) createTerminal(ctx actor.Context, id json.RawMessage, raw j
 		}
 		claim = *p.Claim
 	}
-	m := &CreateTerminal{URI: p.Channel, Claim: claim, Name: p.Name, Cwd: p.Cwd}
+	m := &terminal.Create{URI: p.Channel, Claim: claim, Name: p.Name, Cwd: p.Cwd}
 	if x := p.Meta.Termhost; x != nil {
 		if x.Command == "" && len(x.Args) > 0 {
 			c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: _meta.x-termhost.args needs a command"))
 			return
 		}
-		m.Spec = TerminalSpec{Command: x.Command, Args: x.Args, PreventShellHistory: x.PreventShellHistory, NonInteractive: x.NonInteractive, StrictCwd: x.Command != ""}
+		m.Spec = terminal.Spec{Command: x.Command, Args: x.Args, PreventShellHistory: x.PreventShellHistory, NonInteractive: x.NonInteractive, StrictCwd: x.Command != ""}
 		for k, v := range x.Env {
 			if k == "" || strings.ContainsAny(k, "=\x00") {
 				c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: %q is not an environment variable name", k))
@@ -624,14 +625,14 @@ func (c *connection) createTerminal(ctx actor.Context, id json.RawMessage, raw j
 	}
 	if (p.Cols == nil) != (p.Rows == nil) {
 		if p.Cols == nil {
-			m.Cols = defaultCols
+			m.Cols = terminal.DefaultCols
 		} else {
-			m.Rows = defaultRows
+			m.Rows = terminal.DefaultRows
 		}
 	}
-	f := ctx.RequestFuture(c.cfg.Host, m, requestTimeout)
+	f := ctx.RequestFuture(c.cfg.Root, m, channel.RequestTimeout)
 	ctx.ReenterAfter(f, func(res interface{}, err error) {
-		r, ok := res.(*CreateResult)
+		r, ok := res.(*terminal.CreateResult)
 		switch {
 		case err != nil || !ok:
 			c.fail(id, messages.Errorf(messages.CodeInternalError, "Internal error: the terminal did not start in time"))
@@ -649,7 +650,7 @@ func (c *connection) disposeTerminal(ctx actor.Context, id json.RawMessage, raw 
 		return
 	}
 	delete(c.subscribed, p.Channel)
-	f := ctx.RequestFuture(c.cfg.Host, &DisposeTerminal{URI: p.Channel}, requestTimeout)
+	f := ctx.RequestFuture(c.cfg.Root, &terminal.Dispose{URI: p.Channel}, channel.RequestTimeout)
 	ctx.ReenterAfter(f, func(res interface{}, err error) {
 		if err != nil {
 			c.fail(id, messages.Errorf(messages.CodeInternalError, "Internal error: %v", err))
@@ -725,12 +726,12 @@ func (c *connection) recheck() {
 	// now means its token went. This is not a comparison with the principal before:
 	// a frame that came in since the revocation has already made that nobody.
 	if !c.cfg.Principal.SignedIn() {
-		c.closeFor(ReasonSignedOut)
+		c.closeFor(delivery.ReasonSignedOut)
 		return
 	}
 	for ch := range c.subscribed {
 		if ch != messages.RootURI && !c.may(readGrant(ch)) {
-			c.closeFor(ReasonRightsChanged)
+			c.closeFor(delivery.ReasonRightsChanged)
 			return
 		}
 	}
@@ -738,7 +739,7 @@ func (c *connection) recheck() {
 
 // closeFor closes the connection once, for reason; frames that were already read
 // are not handled after it.
-func (c *connection) closeFor(reason CloseReason) {
+func (c *connection) closeFor(reason delivery.CloseReason) {
 	c.closing = true
 	c.cfg.Close(reason)
 }
@@ -760,7 +761,7 @@ func (c *connection) notification(ctx actor.Context, method string, raw json.Raw
 			delete(c.subscribed, p.Channel)
 			delete(c.terminals, p.Channel)
 			c.cfg.Outbox.SetLatency(p.Channel, 0)
-			ctx.Send(c.cfg.Host, &Unsubscribe{Channel: p.Channel, Sub: c.cfg.Outbox})
+			ctx.Send(c.cfg.Root, &channel.Unsubscribe{Channel: p.Channel, Sub: c.cfg.Outbox})
 		}
 	case "dispatchAction":
 		if !c.initialized {
@@ -795,9 +796,9 @@ func (c *connection) notification(ctx actor.Context, method string, raw json.Raw
 				return
 			}
 		}
-		d := &Dispatch{Channel: p.Channel, Action: &a, Raw: p.Action, Origin: origin, Sub: c.cfg.Outbox}
+		d := &channel.Dispatch{Channel: p.Channel, Action: &a, Raw: p.Action, Origin: origin, Sub: c.cfg.Outbox}
 		if !strings.HasPrefix(a.Type, "terminal/") {
-			ctx.Send(c.cfg.Host, d)
+			ctx.Send(c.cfg.Root, d)
 			return
 		}
 		if pid := c.terminals[p.Channel]; pid != nil {
@@ -811,7 +812,7 @@ func (c *connection) notification(ctx actor.Context, method string, raw json.Raw
 		if c.subscribing[p.Channel] > 0 {
 			c.viaHost[p.Channel] = true
 		}
-		ctx.Send(c.cfg.Host, d)
+		ctx.Send(c.cfg.Root, d)
 	default:
 		// Notifications get no answer, so an unknown one is only logged.
 		c.cfg.Logger.Debug("unknown notification", "method", method)
@@ -839,7 +840,7 @@ func (c *connection) createSession(ctx actor.Context, id json.RawMessage, raw js
 		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel must be an ahp-session: URI"))
 		return
 	}
-	c.askSession(ctx, id, &CreateSession{URI: p.Channel, WorkingDirectories: p.WorkingDirectories})
+	c.askSession(ctx, id, &session.Create{URI: p.Channel, WorkingDirectories: p.WorkingDirectories})
 }
 
 type createChatParams struct {
@@ -861,7 +862,7 @@ func (c *connection) createChat(ctx actor.Context, id json.RawMessage, raw json.
 			return
 		}
 	}
-	c.askSession(ctx, id, &CreateChat{Session: p.Channel, Chat: p.Chat})
+	c.askSession(ctx, id, &session.CreateChat{Session: p.Channel, Chat: p.Chat})
 }
 
 func (c *connection) disposeSession(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
@@ -869,15 +870,15 @@ func (c *connection) disposeSession(ctx actor.Context, id json.RawMessage, raw j
 	if !c.admit(id, auth.GrantChatSend, raw, &p) {
 		return
 	}
-	c.askSession(ctx, id, &DisposeSession{URI: p.Channel})
+	c.askSession(ctx, id, &session.Dispose{URI: p.Channel})
 }
 
 // askSession sends a session request to the host and answers with its result: null,
 // or {chat} for a create.
 func (c *connection) askSession(ctx actor.Context, id json.RawMessage, m any) {
-	f := ctx.RequestFuture(c.cfg.Host, m, requestTimeout)
+	f := ctx.RequestFuture(c.cfg.Root, m, channel.RequestTimeout)
 	ctx.ReenterAfter(f, func(res interface{}, err error) {
-		r, ok := res.(*SessionResult)
+		r, ok := res.(*session.Result)
 		switch {
 		case err != nil || !ok:
 			c.fail(id, messages.Errorf(messages.CodeInternalError, "Internal error: no answer from the session"))
@@ -898,7 +899,7 @@ func (c *connection) listSessions(ctx actor.Context, id json.RawMessage) {
 		c.fail(id, c.refusal(grant))
 		return
 	}
-	f := ctx.RequestFuture(c.cfg.Host, &ListSessions{}, requestTimeout)
+	f := ctx.RequestFuture(c.cfg.Root, &session.List{}, channel.RequestTimeout)
 	ctx.ReenterAfter(f, func(res interface{}, err error) {
 		items, ok := res.([]map[string]any)
 		if err != nil || !ok {
@@ -920,5 +921,5 @@ func (c *connection) disposeChat(ctx actor.Context, id json.RawMessage, raw json
 		c.fail(id, e)
 		return
 	}
-	c.askSession(ctx, id, &DisposeChat{Chat: p.Channel})
+	c.askSession(ctx, id, &session.DisposeChat{Chat: p.Channel})
 }

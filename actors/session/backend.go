@@ -1,4 +1,4 @@
-package actors
+package session
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/persistence"
 )
@@ -20,15 +23,15 @@ import (
 // the turn and the tool call, listed on the root and kept when its process exits.
 type Terminals struct {
 	system *actor.ActorSystem
-	host   *actor.PID
+	root   *actor.PID
 	store  *persistence.Store // where outputs are kept; nil keeps nothing
 	keys   atomic.Int64
 }
 
-// NewTerminals makes the seam over a running host actor. What its terminals print is
+// NewTerminals makes the seam over a running root actor. What its terminals print is
 // kept in store when they exit or are released (nil keeps nothing).
-func NewTerminals(system *actor.ActorSystem, host *actor.PID, store *persistence.Store) *Terminals {
-	return &Terminals{system: system, host: host, store: store}
+func NewTerminals(system *actor.ActorSystem, root *actor.PID, store *persistence.Store) *Terminals {
+	return &Terminals{system: system, root: root, store: store}
 }
 
 // KeepOutput keeps an output no terminal printed (a file a backend's harness saved
@@ -95,11 +98,11 @@ func (ts *Terminals) Open(ctx context.Context, spec OpenSpec) (*BackendTerminal,
 			args = []string{}
 		}
 	}
-	m := &CreateTerminal{
+	m := &terminal.Create{
 		URI:     bt.URI,
 		Claim:   messages.Claim{Kind: messages.ClaimSession, Session: spec.Session, Chat: spec.Chat, TurnID: spec.TurnID, ToolCallID: spec.ToolCallID},
 		Cwd:     spec.Cwd,
-		Spec:    TerminalSpec{Command: command, Args: args, StrictCwd: true},
+		Spec:    terminal.Spec{Command: command, Args: args, StrictCwd: true},
 		Watcher: bt.pid,
 	}
 	if command != "" {
@@ -110,7 +113,7 @@ func (ts *Terminals) Open(ctx context.Context, spec OpenSpec) (*BackendTerminal,
 		ts.system.Root.Stop(bt.pid)
 		return nil, err
 	}
-	cr, _ := res.(*CreateResult)
+	cr, _ := res.(*terminal.CreateResult)
 	if cr == nil || cr.Err != nil {
 		ts.system.Root.Stop(bt.pid)
 		if cr != nil {
@@ -130,7 +133,7 @@ func lastPathPart(p string) string {
 }
 
 func (ts *Terminals) request(ctx context.Context, m any) (any, error) {
-	f := ts.system.Root.RequestFuture(ts.host, m, requestTimeout)
+	f := ts.system.Root.RequestFuture(ts.root, m, channel.RequestTimeout)
 	done := make(chan struct{})
 	var res any
 	var err error
@@ -147,7 +150,7 @@ func (ts *Terminals) request(ctx context.Context, m any) (any, error) {
 // printed is kept, lets Wait return. A backend that releases the terminal right after
 // Wait so finds its output already kept.
 func (bt *BackendTerminal) receive(ctx actor.Context) {
-	ev, ok := ctx.Message().(*TerminalEvent)
+	ev, ok := ctx.Message().(*terminal.Event)
 	if !ok || ev.Action.Type != messages.TerminalExited {
 		return
 	}
@@ -156,7 +159,7 @@ func (bt *BackendTerminal) receive(ctx actor.Context) {
 		code = *ev.Action.ExitCode
 	}
 	go func() {
-		kctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		kctx, cancel := context.WithTimeout(context.Background(), channel.RequestTimeout)
 		defer cancel()
 		bt.keep(kctx, &code)
 		bt.mu.Lock()
@@ -180,7 +183,7 @@ func (bt *BackendTerminal) keep(ctx context.Context, exit *int) {
 	if done {
 		return
 	}
-	res, err := bt.ts.request(ctx, &SnapshotQuery{URI: bt.URI})
+	res, err := bt.ts.request(ctx, &terminal.SnapshotQuery{URI: bt.URI})
 	st, _ := res.(*messages.TerminalState)
 	if err != nil || st == nil {
 		return
@@ -202,7 +205,7 @@ func (bt *BackendTerminal) IsPty() bool { return bt.isPty }
 
 // Output is what the terminal printed, as a client subscribing now would read it.
 func (bt *BackendTerminal) Output(ctx context.Context) (string, error) {
-	res, err := bt.ts.request(ctx, &SnapshotQuery{URI: bt.URI})
+	res, err := bt.ts.request(ctx, &terminal.SnapshotQuery{URI: bt.URI})
 	if err != nil {
 		return "", err
 	}
@@ -227,20 +230,20 @@ func (bt *BackendTerminal) Wait(ctx context.Context) (int, error) {
 
 // Write types into the terminal.
 func (bt *BackendTerminal) Write(data string) {
-	bt.ts.system.Root.Send(bt.ts.host, &TerminalWrite{URI: bt.URI, Data: data})
+	bt.ts.system.Root.Send(bt.ts.root, &terminal.Write{URI: bt.URI, Data: data})
 }
 
 // Resize changes the terminal's size.
 func (bt *BackendTerminal) Resize(cols, rows int) {
 	raw, _ := json.Marshal(map[string]any{"type": messages.TerminalResized, "cols": cols, "rows": rows})
-	bt.ts.system.Root.Send(bt.ts.host, &Dispatch{Channel: bt.URI, Action: &messages.Action{Type: messages.TerminalResized, Cols: &cols, Rows: &rows},
+	bt.ts.system.Root.Send(bt.ts.root, &channel.Dispatch{Channel: bt.URI, Action: &messages.Action{Type: messages.TerminalResized, Cols: &cols, Rows: &rows},
 		Raw: raw, Origin: messages.Origin{ClientID: "termhost-backend"}, Sub: discard{}})
 }
 
 // Kill ends the process; the row stays listed, because a transcript may still point
 // at the channel.
 func (bt *BackendTerminal) Kill() {
-	bt.ts.system.Root.Send(bt.ts.host, &KillTerminal{URI: bt.URI})
+	bt.ts.system.Root.Send(bt.ts.root, &terminal.Kill{URI: bt.URI})
 }
 
 // Release ends a process that has not already gone and takes the row off the list.
@@ -250,7 +253,7 @@ func (bt *BackendTerminal) Release(ctx context.Context) error {
 	exit := bt.exit
 	bt.mu.Unlock()
 	bt.keep(ctx, exit)
-	_, err := bt.ts.request(ctx, &DisposeTerminal{URI: bt.URI})
+	_, err := bt.ts.request(ctx, &terminal.Dispose{URI: bt.URI})
 	bt.ts.system.Root.Stop(bt.pid)
 	return err
 }

@@ -1,4 +1,4 @@
-package actors
+package root
 
 import (
 	"encoding/json"
@@ -9,17 +9,18 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/delivery"
+	"github.com/termhost/termhost/actors/session"
+	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/persistence"
 	"github.com/termhost/termhost/pty"
 )
 
-// DefaultScrollbackLimit is how many characters a terminal keeps when Options says
-// nothing else.
-const DefaultScrollbackLimit = 200_000
-
-// Options are the host's limits and choices. The zero value of each field means the
-// default its comment names.
+// Options are the root's, and through it every terminal's and session's, limits and
+// choices. The zero value of each field means the default its comment names.
 type Options struct {
 	// UsePty runs shells under a pseudoterminal; false means pipes.
 	UsePty bool
@@ -48,44 +49,34 @@ type Options struct {
 	// CommandTimeout ends a `!` command still running after it. Default 2 minutes.
 	CommandTimeout time.Duration
 
-	// sessions is the host's one session scanner, shared by its terminals (set by
-	// withDefaults, which the host's props call).
+	// sessions is the one session scanner the root's terminals share (set by
+	// WithDefaults, which the root's props call).
 	sessions *pty.SessionScanner
 }
 
-func (o Options) withDefaults() Options {
-	if o.ScrollbackLimit <= 0 {
-		o.ScrollbackLimit = DefaultScrollbackLimit
-	}
-	if o.ListTimeout <= 0 {
-		o.ListTimeout = 10 * time.Second
-	}
-	if o.DrainGrace <= 0 {
-		o.DrainGrace = 2 * time.Second
-	}
-	if o.KillGrace <= 0 {
-		o.KillGrace = 2 * time.Second
-	}
-	if o.Home == "" {
-		o.Home, _ = os.UserHomeDir()
-		if o.Home == "" {
-			o.Home = "/"
-		}
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+// WithDefaults is o with each zero value replaced by its default, for what must agree
+// with the root before it starts (the folder a handshake names as defaultDirectory).
+func (o Options) WithDefaults() Options {
+	t := o.terminalConfig(nil).WithDefaults()
+	o.ScrollbackLimit, o.ListTimeout, o.DrainGrace, o.KillGrace = t.ScrollbackLimit, t.ListTimeout, t.DrainGrace, t.KillGrace
+	o.Home, o.Logger, o.sessions = t.Home, t.Logger, t.Sessions
 	if o.CommandTimeout <= 0 {
 		o.CommandTimeout = 2 * time.Minute
-	}
-	if o.sessions == nil {
-		o.sessions = &pty.SessionScanner{}
 	}
 	return o
 }
 
-// settled is a closed channel: a wait on it returns at once.
-var settled = func() <-chan struct{} { c := make(chan struct{}); close(c); return c }()
+// terminalConfig is what the root's terminals are made with.
+func (o Options) terminalConfig(journal *delivery.Journal) terminal.Config {
+	return terminal.Config{Journal: journal, UsePty: o.UsePty, ScrollbackLimit: o.ScrollbackLimit, ListTimeout: o.ListTimeout,
+		DrainGrace: o.DrainGrace, KillGrace: o.KillGrace, DefaultShell: o.DefaultShell, ZshFolderAsFound: o.ZshFolderAsFound,
+		Home: o.Home, Logger: o.Logger, Sessions: o.sessions}
+}
+
+// sessionConfig is what the root's sessions are made with.
+func (o Options) sessionConfig(journal *delivery.Journal) session.Config {
+	return session.Config{Journal: journal, Store: o.Store, DefaultShell: o.DefaultShell, CommandTimeout: o.CommandTimeout, Logger: o.Logger}
+}
 
 // Root config keys.
 const (
@@ -110,14 +101,14 @@ func rootConfigSchema() map[string]any {
 }
 
 // host is the root actor: the root list, root config and the registry of channels.
-type host struct {
+type rootActor struct {
 	opts    Options
-	journal *Journal
+	journal *delivery.Journal
 
 	root    messages.RootState
 	order   []string // terminal URIs in the order they were created
 	entries map[string]*terminalEntry
-	subs    map[Subscriber]bool
+	subs    map[delivery.Subscriber]bool
 
 	shutdownWaiters []*actor.PID
 	shuttingDown    bool
@@ -154,11 +145,11 @@ type terminalEntry struct {
 	listed bool
 }
 
-// NewHostProps makes the props of the host actor.
-func NewHostProps(opts Options, journal *Journal) *actor.Props {
-	opts = opts.withDefaults()
+// NewProps makes the props of the root actor.
+func NewProps(opts Options, journal *delivery.Journal) *actor.Props {
+	opts = opts.WithDefaults()
 	return actor.PropsFromProducer(func() actor.Actor {
-		h := &host{opts: opts, journal: journal, entries: map[string]*terminalEntry{}, subs: map[Subscriber]bool{},
+		h := &rootActor{opts: opts, journal: journal, entries: map[string]*terminalEntry{}, subs: map[delivery.Subscriber]bool{},
 			sessions: map[string]*actor.PID{}, chats: map[string]*actor.PID{}}
 		h.root = messages.RootState{
 			Agents:    []json.RawMessage{},
@@ -180,7 +171,7 @@ func terminalSupervisor() actor.SupervisorStrategy {
 	})
 }
 
-func (h *host) Receive(ctx actor.Context) {
+func (h *rootActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		h.restoreSessions(ctx)
@@ -192,11 +183,11 @@ func (h *host) Receive(ctx actor.Context) {
 		if h.rootTimer != nil {
 			h.rootTimer.Stop()
 		}
-	case *Subscribe:
+	case *channel.Subscribe:
 		if m.Channel == messages.RootURI {
 			h.subs[m.Sub] = true
 			state := h.root
-			ctx.Respond(&SubscribeResult{Snapshot: &messages.Snapshot{Resource: messages.RootURI, State: state, FromSeq: h.journal.Current()}})
+			ctx.Respond(&channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: messages.RootURI, State: state, FromSeq: h.journal.Current()}})
 			return
 		}
 		if e := h.entries[m.Channel]; e != nil {
@@ -207,8 +198,8 @@ func (h *host) Receive(ctx actor.Context) {
 			ctx.Forward(pid)
 			return
 		}
-		ctx.Respond(&SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s on this host", m.Channel)})
-	case *Unsubscribe:
+		ctx.Respond(&channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s on this host", m.Channel)})
+	case *channel.Unsubscribe:
 		if m.Channel == messages.RootURI {
 			delete(h.subs, m.Sub)
 		} else if e := h.entries[m.Channel]; e != nil {
@@ -216,42 +207,42 @@ func (h *host) Receive(ctx actor.Context) {
 		} else if pid := h.sessionOf(m.Channel); pid != nil {
 			ctx.Forward(pid)
 		}
-	case *CreateSession:
+	case *session.Create:
 		h.createSession(ctx, m)
-	case *CreateChat:
+	case *session.CreateChat:
 		if pid := h.sessions[m.Session]; pid != nil {
 			if m.Chat != "" && (h.chats[m.Chat] != nil || h.entries[m.Chat] != nil || h.sessions[m.Chat] != nil) {
-				ctx.Respond(&SessionResult{Err: messages.Errorf(messages.CodeAlreadyExists, "Channel already exists: %s", m.Chat)})
+				ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeAlreadyExists, "Channel already exists: %s", m.Chat)})
 				return
 			}
 			ctx.Forward(pid)
 			return
 		}
-		ctx.Respond(&SessionResult{Err: messages.Errorf(messages.CodeSessionNotFound, "No session %s on this host", m.Session)})
-	case *chatsOf:
+		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeSessionNotFound, "No session %s on this host", m.Session)})
+	case *session.ChatsOf:
 		for uri, pid := range h.chats {
-			if pid.Id == h.sessions[m.session].GetId() {
+			if pid.Id == h.sessions[m.Session].GetId() {
 				delete(h.chats, uri)
 			}
 		}
-		if pid := h.sessions[m.session]; pid != nil {
-			for _, c := range m.chats {
+		if pid := h.sessions[m.Session]; pid != nil {
+			for _, c := range m.Chats {
 				h.chats[c] = pid
 			}
 		}
-	case *DisposeChat:
+	case *session.DisposeChat:
 		if pid := h.chats[m.Chat]; pid != nil {
 			delete(h.chats, m.Chat)
 			ctx.Forward(pid)
 			return
 		}
-		ctx.Respond(&SessionResult{})
-	case *ListSessions:
+		ctx.Respond(&session.Result{})
+	case *session.List:
 		h.listSessions(ctx)
-	case *DisposeSession:
+	case *session.Dispose:
 		pid := h.sessions[m.URI]
 		if pid == nil {
-			ctx.Respond(&SessionResult{})
+			ctx.Respond(&session.Result{})
 			return
 		}
 		delete(h.sessions, m.URI)
@@ -261,25 +252,25 @@ func (h *host) Receive(ctx actor.Context) {
 			}
 		}
 		ctx.Forward(pid)
-	case *TerminalWrite:
+	case *terminal.Write:
 		if e := h.entries[m.URI]; e != nil {
 			ctx.Forward(e.pid)
 		}
-	case *KillTerminal:
+	case *terminal.Kill:
 		if e := h.entries[m.URI]; e != nil {
 			ctx.Forward(e.pid)
 		}
-	case *SnapshotQuery:
+	case *terminal.SnapshotQuery:
 		if e := h.entries[m.URI]; e != nil {
 			ctx.Forward(e.pid)
 			return
 		}
 		ctx.Respond(nil)
-	case *Dispatch:
+	case *channel.Dispatch:
 		h.dispatch(ctx, m)
-	case *CreateTerminal:
+	case *terminal.Create:
 		h.create(ctx, m)
-	case *DisposeTerminal:
+	case *terminal.Dispose:
 		if e := h.entries[m.URI]; e != nil {
 			delete(h.entries, m.URI)
 			h.removeOrder(m.URI)
@@ -288,35 +279,35 @@ func (h *host) Receive(ctx actor.Context) {
 				h.publishTerminals(ctx)
 			}
 		}
-		ctx.Respond(&DisposeResult{})
-	case *terminalStartFailed:
+		ctx.Respond(&terminal.DisposeResult{})
+	case *terminal.StartFailed:
 		// Off the registry first: the client that hears of the failure may ask for
 		// the channel at once.
-		if e := h.entries[m.uri]; e != nil && e.pid.Id == m.terminal.Id {
-			delete(h.entries, m.uri)
-			h.removeOrder(m.uri)
+		if e := h.entries[m.URI]; e != nil && e.pid.Id == m.Terminal.Id {
+			delete(h.entries, m.URI)
+			h.removeOrder(m.URI)
 			if e.listed {
 				h.publishTerminals(ctx)
 			}
 		}
-		ctx.Send(m.waiter, &CreateResult{Err: m.err})
-		ctx.Stop(m.terminal)
-	case *terminalRow:
-		e := h.entries[m.info.Resource]
-		if e == nil || e.pid.Id != m.pid.Id {
+		ctx.Send(m.Waiter, &terminal.CreateResult{Err: m.Err})
+		ctx.Stop(m.Terminal)
+	case *terminal.Row:
+		e := h.entries[m.Info.Resource]
+		if e == nil || e.pid.Id != m.PID.Id {
 			return
 		}
-		e.info, e.listed = m.info, true
+		e.info, e.listed = m.Info, true
 		h.publishTerminals(ctx)
-	case *ScreenQuery:
+	case *terminal.ScreenQuery:
 		if e := h.entries[m.URI]; e != nil {
 			ctx.Forward(e.pid)
 			return
 		}
-		ctx.Respond(&ScreenInfo{WhenAltBuffer: settled})
+		ctx.Respond(&terminal.ScreenInfo{WhenAltBuffer: terminal.Settled})
 	case *ListTerminals:
 		ctx.Respond(append([]string(nil), h.order...))
-	case *Shutdown:
+	case *channel.Shutdown:
 		h.shuttingDown = true
 		h.shutdownWaiters = append(h.shutdownWaiters, ctx.Sender())
 		// A command's turn still waiting ends unrun and what ended is written, before
@@ -324,7 +315,7 @@ func (h *host) Receive(ctx actor.Context) {
 		// they ask this actor for their terminals' snapshots meanwhile.
 		futures := make([]*actor.Future, 0, len(h.sessions))
 		for _, pid := range h.sessions {
-			futures = append(futures, ctx.RequestFuture(pid, &Shutdown{}, 10*time.Second))
+			futures = append(futures, ctx.RequestFuture(pid, &channel.Shutdown{}, 10*time.Second))
 		}
 		self, system := ctx.Self(), ctx.ActorSystem()
 		go func() {
@@ -336,7 +327,7 @@ func (h *host) Receive(ctx actor.Context) {
 	case *sessionsClosed:
 		h.sessionsClosed = true
 		for uri, e := range h.entries {
-			ctx.Send(e.pid, &DisposeTerminal{URI: uri})
+			ctx.Send(e.pid, &terminal.Dispose{URI: uri})
 		}
 		h.maybeShutdownDone(ctx)
 	case *actor.Terminated:
@@ -353,17 +344,17 @@ func (h *host) Receive(ctx actor.Context) {
 	}
 }
 
-func (h *host) maybeShutdownDone(ctx actor.Context) {
+func (h *rootActor) maybeShutdownDone(ctx actor.Context) {
 	if !h.shuttingDown || !h.sessionsClosed || len(h.entries) > 0 || h.disposing(ctx) {
 		return
 	}
 	for _, w := range h.shutdownWaiters {
-		ctx.Send(w, &ShutdownDone{})
+		ctx.Send(w, &channel.ShutdownDone{})
 	}
 	h.shutdownWaiters = nil
 }
 
-func (h *host) removeOrder(uri string) {
+func (h *rootActor) removeOrder(uri string) {
 	for i, u := range h.order {
 		if u == uri {
 			h.order = append(h.order[:i], h.order[i+1:]...)
@@ -372,29 +363,29 @@ func (h *host) removeOrder(uri string) {
 	}
 }
 
-func (h *host) create(ctx actor.Context, m *CreateTerminal) {
+func (h *rootActor) create(ctx actor.Context, m *terminal.Create) {
 	if h.shuttingDown {
-		ctx.Respond(&CreateResult{Err: messages.Errorf(messages.CodeInternalError, "This host is closing, so nothing new starts on it")})
+		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeInternalError, "This host is closing, so nothing new starts on it")})
 		return
 	}
 	if m.URI == messages.RootURI {
-		ctx.Respond(&CreateResult{Err: messages.Errorf(messages.CodeInvalidParams, "Invalid params: %s is the root channel", m.URI)})
+		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeInvalidParams, "Invalid params: %s is the root channel", m.URI)})
 		return
 	}
 	if _, taken := h.entries[m.URI]; taken {
-		ctx.Respond(&CreateResult{Err: messages.Errorf(messages.CodeAlreadyExists, "Terminal already exists: %s", m.URI)})
+		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeAlreadyExists, "Terminal already exists: %s", m.URI)})
 		return
 	}
 	if h.sessions[m.URI] != nil || h.chats[m.URI] != nil {
-		ctx.Respond(&CreateResult{Err: messages.Errorf(messages.CodeInvalidParams, "%s is a session or chat here, not a terminal", m.URI)})
+		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeInvalidParams, "%s is a session or chat here, not a terminal", m.URI)})
 		return
 	}
 	// A terminal a tool result names cannot be opened as a shell of a client's own.
-	if _, _, named := parseCommandTerminalURI(m.URI); named && m.Watcher == nil {
-		ctx.Respond(&CreateResult{Err: messages.Errorf(messages.CodeSessionAlreadyExists, "%s names a command's terminal; it cannot be created", m.URI)})
+	if _, _, named := session.ParseCommandTerminalURI(m.URI); named && m.Watcher == nil {
+		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeSessionAlreadyExists, "%s names a command's terminal; it cannot be created", m.URI)})
 		return
 	}
-	props := newTerminalProps(h.opts, h.journal, ctx.Self(), m, h.defaultShell())
+	props := terminal.NewProps(h.opts.terminalConfig(h.journal), m, h.defaultShell())
 	// The name carries a number of its own: a terminal disposed under the same URI
 	// may still be winding down, or gone with its Terminated not yet here, and a
 	// reused actor id would make that Terminated, or a connection's cached actor,
@@ -411,7 +402,7 @@ func (h *host) create(ctx actor.Context, m *CreateTerminal) {
 }
 
 // defaultShell is the root config's defaultShell where this machine can run it.
-func (h *host) defaultShell() string {
+func (h *rootActor) defaultShell() string {
 	if s, _ := h.root.Config.Values[ConfigDefaultShell].(string); s != "" && isExecutable(s) {
 		return s
 	}
@@ -423,7 +414,7 @@ func isExecutable(path string) bool {
 	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
 }
 
-func (h *host) dispatch(ctx actor.Context, m *Dispatch) {
+func (h *rootActor) dispatch(ctx actor.Context, m *channel.Dispatch) {
 	if m.Channel != messages.RootURI {
 		if e := h.entries[m.Channel]; e != nil {
 			if !strings.HasPrefix(m.Action.Type, "terminal/") && (strings.HasPrefix(m.Action.Type, "chat/") || strings.HasPrefix(m.Action.Type, "session/")) {
@@ -471,11 +462,11 @@ func (h *host) dispatch(ctx actor.Context, m *Dispatch) {
 
 func isAbs(p string) bool { return len(p) > 0 && p[0] == '/' }
 
-func (h *host) reject(m *Dispatch, reason string) {
+func (h *rootActor) reject(m *channel.Dispatch, reason string) {
 	h.journal.Reject(m.Sub, m.Channel, m.Raw, m.Origin, reason)
 }
 
-func (h *host) publishTerminals(ctx actor.Context) {
+func (h *rootActor) publishTerminals(ctx actor.Context) {
 	list := make([]messages.TerminalInfo, 0, len(h.order))
 	for _, uri := range h.order {
 		if e := h.entries[uri]; e != nil && e.listed {
@@ -496,7 +487,7 @@ func (h *host) publishTerminals(ctx actor.Context) {
 }
 
 // sendTerminals broadcasts the root list as the host's root state holds it now.
-func (h *host) sendTerminals() {
+func (h *rootActor) sendTerminals() {
 	if h.rootTimer != nil {
 		h.rootTimer.Stop()
 		h.rootTimer = nil
@@ -506,7 +497,7 @@ func (h *host) sendTerminals() {
 	h.broadcast(&messages.Envelope{Channel: messages.RootURI, Action: messages.EncodeAction(a)})
 }
 
-func (h *host) broadcast(env *messages.Envelope) {
+func (h *rootActor) broadcast(env *messages.Envelope) {
 	frame := h.journal.Stamp(env)
 	for s := range h.subs {
 		s.Deliver(messages.RootURI, frame)
@@ -526,48 +517,48 @@ func sanitizeName(uri string) string {
 
 // sessionOf is the session actor that answers for a session, chat or command terminal
 // URI, or nil.
-func (h *host) sessionOf(uri string) *actor.PID {
+func (h *rootActor) sessionOf(uri string) *actor.PID {
 	if pid := h.sessions[uri]; pid != nil {
 		return pid
 	}
 	if pid := h.chats[uri]; pid != nil {
 		return pid
 	}
-	if chat, _, ok := parseCommandTerminalURI(uri); ok {
+	if chat, _, ok := session.ParseCommandTerminalURI(uri); ok {
 		return h.chats[chat]
 	}
 	return nil
 }
 
-func (h *host) createSession(ctx actor.Context, m *CreateSession) {
+func (h *rootActor) createSession(ctx actor.Context, m *session.Create) {
 	if h.shuttingDown {
-		ctx.Respond(&SessionResult{Err: messages.Errorf(messages.CodeInternalError, "%s", closingHost)})
+		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeInternalError, "%s", session.ClosingHost)})
 		return
 	}
 	if h.sessions[m.URI] != nil {
-		ctx.Respond(&SessionResult{Err: messages.Errorf(messages.CodeSessionAlreadyExists, "Session already exists: %s", m.URI)})
+		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeSessionAlreadyExists, "Session already exists: %s", m.URI)})
 		return
 	}
 	if h.entries[m.URI] != nil || h.chats[m.URI] != nil {
-		ctx.Respond(&SessionResult{Err: messages.Errorf(messages.CodeInvalidParams, "%s is already a channel here", m.URI)})
+		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeInvalidParams, "%s is already a channel here", m.URI)})
 		return
 	}
 	rec := persistence.SessionRecord{URI: m.URI, WorkingDirectories: m.WorkingDirectories, Created: time.Now()}
-	pid := ctx.Spawn(newSessionProps(h.opts, h.journal, ctx.Self(), h.opts.Store, rec, false))
+	pid := ctx.Spawn(session.NewProps(h.opts.sessionConfig(h.journal), rec, false))
 	h.sessions[m.URI] = pid
 	h.chats[m.URI+"/chat"] = pid
-	ctx.Respond(&SessionResult{Chat: m.URI + "/chat"})
+	ctx.Respond(&session.Result{Chat: m.URI + "/chat"})
 }
 
 // restoreSessions brings back the sessions the store kept: a session whose turns are
 // all commands has no transcript anywhere else (seed: "Who opens one").
-func (h *host) restoreSessions(ctx actor.Context) {
+func (h *rootActor) restoreSessions(ctx actor.Context) {
 	records, problems := h.opts.Store.Sessions()
 	for _, err := range problems {
 		h.opts.Logger.Warn("a kept session could not be read", "err", err)
 	}
 	for _, rec := range records {
-		pid := ctx.Spawn(newSessionProps(h.opts, h.journal, ctx.Self(), h.opts.Store, rec, true))
+		pid := ctx.Spawn(session.NewProps(h.opts.sessionConfig(h.journal), rec, true))
 		h.sessions[rec.URI] = pid
 		for _, c := range rec.Chats {
 			h.chats[c] = pid
@@ -575,10 +566,10 @@ func (h *host) restoreSessions(ctx actor.Context) {
 	}
 }
 
-func (h *host) listSessions(ctx actor.Context) {
+func (h *rootActor) listSessions(ctx actor.Context) {
 	futures := make([]*actor.Future, 0, len(h.sessions))
 	for _, pid := range h.sessions {
-		futures = append(futures, ctx.RequestFuture(pid, &sessionSummary{}, 5*time.Second))
+		futures = append(futures, ctx.RequestFuture(pid, &session.SummaryQuery{}, 5*time.Second))
 	}
 	sender := ctx.Sender()
 	system := ctx.ActorSystem()
@@ -596,7 +587,7 @@ func (h *host) listSessions(ctx actor.Context) {
 }
 
 // disposing reports whether a terminal the host let go of is still ending.
-func (h *host) disposing(ctx actor.Context) bool {
+func (h *rootActor) disposing(ctx actor.Context) bool {
 	for _, c := range ctx.Children() {
 		if !h.isSession(c) {
 			return true
@@ -605,7 +596,7 @@ func (h *host) disposing(ctx actor.Context) bool {
 	return false
 }
 
-func (h *host) isSession(pid *actor.PID) bool {
+func (h *rootActor) isSession(pid *actor.PID) bool {
 	for _, p := range h.sessions {
 		if p.Id == pid.Id {
 			return true

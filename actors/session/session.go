@@ -1,4 +1,4 @@
-package actors
+package session
 
 import (
 	"encoding/json"
@@ -12,6 +12,10 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/delivery"
+	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/persistence"
 	"github.com/termhost/termhost/pty"
@@ -19,40 +23,41 @@ import (
 
 // Messages of sessions and chats.
 
-// CreateSession opens a session with its default chat; the answer is a *SessionResult.
-type CreateSession struct {
+// Create opens a session with its default chat; the answer is a *Result.
+type Create struct {
 	URI                string
 	WorkingDirectories []string
 }
 
-// CreateChat opens another chat in a session; the answer is a *SessionResult.
+// CreateChat opens another chat in a session; the answer is a *Result.
 type CreateChat struct {
 	Session string
 	Chat    string
 }
 
-// SessionResult answers CreateSession, CreateChat and DisposeSession.
-type SessionResult struct {
+// Result answers Create, CreateChat and Dispose.
+type Result struct {
 	Err  *messages.Error
 	Chat string
 }
 
-// DisposeSession ends a session, its chats' terminals and what is kept of it.
-type DisposeSession struct{ URI string }
+// Dispose ends a session, its chats' terminals and what is kept of it.
+type Dispose struct{ URI string }
 
 // DisposeChat ends a chat's terminals and drops it with what was kept of it.
 type DisposeChat struct{ Chat string }
 
-// ListSessions asks for every session's summary; the answer is a []map[string]any.
-type ListSessions struct{}
+// List asks for every session's summary; the answer is a []map[string]any.
+type List struct{}
 
-// sessionSummary asks one session for its summary.
-type sessionSummary struct{}
+// SummaryQuery asks one session for its summary; the answer is a map[string]any.
+type SummaryQuery struct{}
 
-// chatsOf tells the host which chats a session holds now.
-type chatsOf struct {
-	session string
-	chats   []string
+// ChatsOf tells the root which chats a session holds now, so it routes their
+// channels to the session.
+type ChatsOf struct {
+	Session string
+	Chats   []string
 }
 
 // Chat URIs and retained terminal names.
@@ -66,8 +71,8 @@ func commandTerminalURI(chat, key string) string {
 	return commandTerminalPrefix + url.PathEscape(chat) + "/" + url.PathEscape(key)
 }
 
-// parseCommandTerminalURI returns the chat and key a command terminal's URI names.
-func parseCommandTerminalURI(uri string) (chat, key string, ok bool) {
+// ParseCommandTerminalURI returns the chat and key a command terminal's URI names.
+func ParseCommandTerminalURI(uri string) (chat, key string, ok bool) {
 	rest, found := strings.CutPrefix(uri, commandTerminalPrefix)
 	if !found {
 		return "", "", false
@@ -93,7 +98,7 @@ const (
 	endInteractive = "Command opened an interactive terminal"
 	endFailed      = "Failed to run command"
 	noAgent        = "no agent is attached to this session"
-	closingHost    = "This host is closing, so nothing new starts on it"
+	ClosingHost    = "This host is closing, so nothing new starts on it"
 )
 
 // previewLimit is how much of a command's printed text its completed call carries.
@@ -124,15 +129,16 @@ func lastChars(s string, n int) (string, bool) {
 // session is one session: its state, its chats with their turns, and the `!`
 // commands running in them. It owns the terminals those commands open.
 type session struct {
-	opts    Options
-	journal *Journal
-	host    *actor.PID
-	store   *persistence.Store
+	cfg     Config
+	journal *delivery.Journal
+	// root is the parent that spawned this session: where its terminals are made.
+	root  *actor.PID
+	store *persistence.Store
 
 	uri    string
 	record persistence.SessionRecord
 	state  map[string]any
-	subs   map[Subscriber]bool
+	subs   map[delivery.Subscriber]bool
 	chats  map[string]*chat
 	order  []string
 	seq    int
@@ -148,7 +154,7 @@ type session struct {
 type chat struct {
 	uri   string
 	state map[string]any
-	subs  map[Subscriber]bool
+	subs  map[delivery.Subscriber]bool
 	// runs are the `!` commands of this chat, by tool call id, running or done.
 	runs map[string]*commandRun
 	// lastTurn is the id of the newest turn, the anchor of the next local turn.
@@ -183,14 +189,17 @@ type (
 	runAltScreen struct{ toolCallID string }
 	runOpened    struct {
 		toolCallID string
-		res        *CreateResult
+		res        *terminal.CreateResult
 		err        error
 	}
 )
 
-func newSessionProps(opts Options, journal *Journal, host *actor.PID, store *persistence.Store, rec persistence.SessionRecord, restored bool) *actor.Props {
+// NewProps makes the props of a session, spawned by the root. A restored session
+// rebuilds its chats and local turns from what the store kept.
+func NewProps(cfg Config, rec persistence.SessionRecord, restored bool) *actor.Props {
+	cfg = cfg.withDefaults()
 	return actor.PropsFromProducer(func() actor.Actor {
-		s := &session{opts: opts, journal: journal, host: host, store: store, uri: rec.URI, record: rec, subs: map[Subscriber]bool{}, chats: map[string]*chat{}, writes: &sync.WaitGroup{}}
+		s := &session{cfg: cfg, journal: cfg.Journal, store: cfg.Store, uri: rec.URI, record: rec, subs: map[delivery.Subscriber]bool{}, chats: map[string]*chat{}, writes: &sync.WaitGroup{}}
 		s.state = map[string]any{
 			"provider":           "termhost",
 			"title":              rec.Title,
@@ -220,6 +229,7 @@ func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.00
 func (s *session) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		s.root = ctx.Parent()
 		if len(s.chats) == 0 {
 			s.addChat(ctx, s.uri+"/chat")
 		}
@@ -230,27 +240,27 @@ func (s *session) Receive(ctx actor.Context) {
 			m.Chat = fmt.Sprintf("%s/chat-%d", s.uri, s.seq+len(s.chats))
 		}
 		if _, taken := s.chats[m.Chat]; taken {
-			ctx.Respond(&SessionResult{Err: messages.Errorf(messages.CodeAlreadyExists, "Chat already exists: %s", m.Chat)})
+			ctx.Respond(&Result{Err: messages.Errorf(messages.CodeAlreadyExists, "Chat already exists: %s", m.Chat)})
 			return
 		}
 		s.addChat(ctx, m.Chat)
 		s.tellHostChats(ctx)
-		ctx.Respond(&SessionResult{Chat: m.Chat})
-	case *Subscribe:
+		ctx.Respond(&Result{Chat: m.Chat})
+	case *channel.Subscribe:
 		s.subscribe(ctx, m)
-	case *Unsubscribe:
+	case *channel.Unsubscribe:
 		if c := s.chats[m.Channel]; c != nil {
 			delete(c.subs, m.Sub)
 		} else {
 			delete(s.subs, m.Sub)
 		}
-	case *Dispatch:
+	case *channel.Dispatch:
 		s.dispatch(ctx, m)
-	case *sessionSummary:
+	case *SummaryQuery:
 		ctx.Respond(s.summary())
 	case *runOpened:
 		s.opened(ctx, m)
-	case *TerminalEvent:
+	case *terminal.Event:
 		s.terminalEvent(ctx, m)
 	case *runTimedOut:
 		if r := s.findRun(m.toolCallID); r != nil {
@@ -263,7 +273,7 @@ func (s *session) Receive(ctx actor.Context) {
 	case *DisposeChat:
 		c := s.chats[m.Chat]
 		if c == nil {
-			ctx.Respond(&SessionResult{})
+			ctx.Respond(&Result{})
 			return
 		}
 		s.disposeChat(ctx, c)
@@ -280,30 +290,30 @@ func (s *session) Receive(ctx actor.Context) {
 		// answer: nothing of the chat is written after its disposal was answered.
 		s.afterWrites(ctx, func() {
 			if err := s.store.DeleteChat(s.uri, c.uri); err != nil {
-				s.opts.Logger.Warn("a disposed chat's kept data could not be removed", "chat", c.uri, "err", err)
+				s.cfg.Logger.Warn("a disposed chat's kept data could not be removed", "chat", c.uri, "err", err)
 			}
 		})
-	case *DisposeSession:
+	case *Dispose:
 		s.dispose(ctx)
 		s.afterWrites(ctx, func() {
 			if err := s.store.DeleteSession(s.uri); err != nil {
-				s.opts.Logger.Warn("a disposed session's kept data could not be removed", "session", s.uri, "err", err)
+				s.cfg.Logger.Warn("a disposed session's kept data could not be removed", "session", s.uri, "err", err)
 			}
 		})
 		ctx.Stop(ctx.Self())
-	case *Shutdown:
+	case *channel.Shutdown:
 		s.closed = true
 		for _, c := range s.chats {
 			for _, r := range c.runs {
 				if !r.done {
-					s.finish(ctx, r, endFailed, false, fmt.Errorf("%s", closingHost))
+					s.finish(ctx, r, endFailed, false, fmt.Errorf("%s", ClosingHost))
 				}
 			}
 		}
 		sender, system, writes := ctx.Sender(), ctx.ActorSystem(), s.writes
 		go func() {
 			writes.Wait()
-			system.Root.Send(sender, &ShutdownDone{})
+			system.Root.Send(sender, &channel.ShutdownDone{})
 		}()
 	}
 }
@@ -319,7 +329,7 @@ func (s *session) findRun(id string) *commandRun {
 
 func (s *session) addChat(ctx actor.Context, uri string) *chat {
 	now := time.Now()
-	c := &chat{uri: uri, subs: map[Subscriber]bool{}, runs: map[string]*commandRun{}}
+	c := &chat{uri: uri, subs: map[delivery.Subscriber]bool{}, runs: map[string]*commandRun{}}
 	c.state = map[string]any{
 		"resource":   uri,
 		"title":      "Chat",
@@ -338,7 +348,7 @@ func (s *session) addChat(ctx actor.Context, uri string) *chat {
 }
 
 func (s *session) tellHostChats(ctx actor.Context) {
-	ctx.Send(s.host, &chatsOf{session: s.uri, chats: append([]string(nil), s.order...)})
+	ctx.Send(s.root, &ChatsOf{Session: s.uri, Chats: append([]string(nil), s.order...)})
 }
 
 func (s *session) summary() map[string]any {
@@ -382,23 +392,23 @@ func (s *session) chatAction(c *chat, a map[string]any, origin *messages.Origin,
 	}
 }
 
-func (s *session) subscribe(ctx actor.Context, m *Subscribe) {
+func (s *session) subscribe(ctx actor.Context, m *channel.Subscribe) {
 	if m.Channel == s.uri {
 		s.subs[m.Sub] = true
-		ctx.Respond(&SubscribeResult{Snapshot: &messages.Snapshot{Resource: s.uri, State: cloneJSON(s.state), FromSeq: s.journal.Current()}})
+		ctx.Respond(&channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: s.uri, State: cloneJSON(s.state), FromSeq: s.journal.Current()}})
 		return
 	}
 	if c := s.chats[m.Channel]; c != nil {
 		c.subs[m.Sub] = true
-		ctx.Respond(&SubscribeResult{Snapshot: &messages.Snapshot{Resource: c.uri, State: cloneJSON(c.state), FromSeq: s.journal.Current()}})
+		ctx.Respond(&channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: c.uri, State: cloneJSON(c.state), FromSeq: s.journal.Current()}})
 		return
 	}
 	// A terminal a tool call of one of our chats names: rebuilt from what was kept.
-	if chatURI, key, ok := parseCommandTerminalURI(m.Channel); ok {
+	if chatURI, key, ok := ParseCommandTerminalURI(m.Channel); ok {
 		ctx.Respond(s.retained(chatURI, key, m.Channel))
 		return
 	}
-	ctx.Respond(&SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s on this host", m.Channel)})
+	ctx.Respond(&channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s on this host", m.Channel)})
 }
 
 // cloneJSON deep-copies a decoded JSON value so a snapshot is not changed by later
@@ -413,8 +423,8 @@ func cloneJSON(v map[string]any) map[string]any {
 // retained answers a subscribe to a command terminal no live terminal holds: an
 // exited state in the five fields the seed names, from the newest call in the chat
 // that names it and what the host kept.
-func (s *session) retained(chatURI, key, uri string) *SubscribeResult {
-	notFound := &SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No terminal %s on this host", uri)}
+func (s *session) retained(chatURI, key, uri string) *channel.SubscribeResult {
+	notFound := &channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No terminal %s on this host", uri)}
 	c := s.chats[chatURI]
 	if c == nil {
 		return notFound
@@ -425,7 +435,7 @@ func (s *session) retained(chatURI, key, uri string) *SubscribeResult {
 	}
 	kept, err := s.store.LoadTerminal(s.uri, chatURI, key)
 	if err != nil && !errorsIsNotFound(err) {
-		s.opts.Logger.Warn("a kept terminal could not be read; refusing it", "terminal", uri, "err", err)
+		s.cfg.Logger.Warn("a kept terminal could not be read; refusing it", "terminal", uri, "err", err)
 		return notFound
 	}
 	title, _ := block["title"].(string)
@@ -462,7 +472,7 @@ func (s *session) retained(chatURI, key, uri string) *SubscribeResult {
 	if output != "" {
 		st.Content = append(st.Content, messages.ContentPart{Type: messages.PartUnclassified, Value: output})
 	}
-	return &SubscribeResult{Snapshot: &messages.Snapshot{Resource: uri, State: st, FromSeq: s.journal.Current()}}
+	return &channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: uri, State: st, FromSeq: s.journal.Current()}}
 }
 
 // findTerminalBlock finds the terminal block of the newest tool call with id key in
@@ -499,7 +509,7 @@ func findTerminalBlock(state map[string]any, key, uri string) map[string]any {
 
 func errorsIsNotFound(err error) bool { return errors.Is(err, persistence.ErrNotFound) }
 
-func (s *session) dispatch(ctx actor.Context, m *Dispatch) {
+func (s *session) dispatch(ctx actor.Context, m *channel.Dispatch) {
 	c := s.chats[m.Channel]
 	origin := m.Origin
 	if c == nil {
@@ -554,7 +564,7 @@ func (s *session) dispatch(ctx actor.Context, m *Dispatch) {
 	}
 }
 
-func (s *session) rejectTo(m *Dispatch, reason string) {
+func (s *session) rejectTo(m *channel.Dispatch, reason string) {
 	s.journal.Reject(m.Sub, m.Channel, m.Raw, m.Origin, reason)
 }
 
@@ -616,28 +626,28 @@ func (s *session) runCommand(ctx actor.Context, c *chat, turnID, text, command s
 	s.chatAction(c, map[string]any{"type": "chat/toolCallReady", "turnId": turnID, "toolCallId": toolCallID,
 		"invocationMessage": command, "toolInput": command, "intention": command, "confirmed": "not-needed"}, nil, nil)
 	if s.closed {
-		s.finish(ctx, r, endFailed, false, fmt.Errorf("%s", closingHost))
+		s.finish(ctx, r, endFailed, false, fmt.Errorf("%s", ClosingHost))
 		return
 	}
 	cwd := ""
 	if len(s.record.WorkingDirectories) > 0 {
 		cwd = s.record.WorkingDirectories[0]
 	}
-	shell := s.opts.DefaultShell
+	shell := s.cfg.DefaultShell
 	if shell == "" {
 		shell = pty.DefaultShell()
 	}
-	create := &CreateTerminal{
+	create := &terminal.Create{
 		URI:     r.terminal,
 		Claim:   messages.Claim{Kind: messages.ClaimSession, Session: s.uri, Chat: c.uri, TurnID: turnID, ToolCallID: toolCallID},
 		Name:    "Terminal",
 		Cwd:     cwd,
-		Spec:    TerminalSpec{Shell: shell, PreventShellHistory: true, NonInteractive: true, StrictCwd: true},
+		Spec:    terminal.Spec{Shell: shell, PreventShellHistory: true, NonInteractive: true, StrictCwd: true},
 		Watcher: ctx.Self(),
 	}
-	f := ctx.RequestFuture(s.host, create, requestTimeout)
+	f := ctx.RequestFuture(s.root, create, channel.RequestTimeout)
 	ctx.ReenterAfter(f, func(res interface{}, err error) {
-		cr, _ := res.(*CreateResult)
+		cr, _ := res.(*terminal.CreateResult)
 		s.opened(ctx, &runOpened{toolCallID: toolCallID, res: cr, err: err})
 	})
 }
@@ -668,15 +678,15 @@ func (s *session) opened(ctx actor.Context, m *runOpened) {
 		line += fmt.Sprintf("\necho \"<<<%s%s_EXIT_$?>>>\"", sentinelPrefix, r.sentinel)
 	}
 	r.typed = true
-	ctx.Send(s.host, &TerminalWrite{URI: r.terminal, Data: line + "\r"})
+	ctx.Send(s.root, &terminal.Write{URI: r.terminal, Data: line + "\r"})
 	self, system := ctx.Self(), ctx.ActorSystem()
-	timeout := s.opts.CommandTimeout
+	timeout := s.cfg.CommandTimeout
 	r.timer = time.AfterFunc(timeout, func() { system.Root.Send(self, &runTimedOut{toolCallID: r.toolCallID}) })
 	if r.isPty {
-		fq := system.Root.RequestFuture(s.host, &ScreenQuery{URI: r.terminal}, requestTimeout)
+		fq := system.Root.RequestFuture(s.root, &terminal.ScreenQuery{URI: r.terminal}, channel.RequestTimeout)
 		go func() {
 			res, err := fq.Result()
-			info, _ := res.(*ScreenInfo)
+			info, _ := res.(*terminal.ScreenInfo)
 			if err != nil || info == nil || !info.IsPty {
 				return
 			}
@@ -690,8 +700,8 @@ func (s *session) opened(ctx actor.Context, m *runOpened) {
 }
 
 // terminalEvent reads a command's terminal as a client reads it.
-func (s *session) terminalEvent(ctx actor.Context, m *TerminalEvent) {
-	chatURI, key, ok := parseCommandTerminalURI(m.URI)
+func (s *session) terminalEvent(ctx actor.Context, m *terminal.Event) {
+	chatURI, key, ok := ParseCommandTerminalURI(m.URI)
 	if !ok {
 		return
 	}
@@ -845,13 +855,13 @@ func (s *session) keep(ctx actor.Context, r *commandRun, anchor string, result m
 	var printed string
 	var exit *int
 	if r.typed {
-		snapshot = ctx.RequestFuture(s.host, &SnapshotQuery{URI: r.terminal}, requestTimeout)
+		snapshot = ctx.RequestFuture(s.root, &terminal.SnapshotQuery{URI: r.terminal}, channel.RequestTimeout)
 		printed = r.printed()
 		if len(code) > 0 {
 			exit = messages.Ptr(code[0])
 		}
 	}
-	store, logger, sessionURI, chatURI := s.store, s.opts.Logger, s.uri, r.chat.uri
+	store, logger, sessionURI, chatURI := s.store, s.cfg.Logger, s.uri, r.chat.uri
 	uri, isPty := r.terminal, r.isPty
 	before, done := s.lastWrite, make(chan struct{})
 	s.lastWrite = done
@@ -882,11 +892,11 @@ func (s *session) keep(ctx actor.Context, r *commandRun, anchor string, result m
 // restore rebuilds the chats and their local turns from the store after a restart.
 func (s *session) restore() {
 	for _, chatURI := range s.record.Chats {
-		c := &chat{uri: chatURI, subs: map[Subscriber]bool{}, runs: map[string]*commandRun{}}
+		c := &chat{uri: chatURI, subs: map[delivery.Subscriber]bool{}, runs: map[string]*commandRun{}}
 		c.state = map[string]any{"resource": chatURI, "title": "Chat", "status": 1, "modifiedAt": isoTime(s.record.LastEnd), "turns": []any{}}
 		turns, err := s.store.Turns(s.uri, chatURI)
 		if err != nil {
-			s.opts.Logger.Warn("a chat's kept turns could not be read", "chat", chatURI, "err", err)
+			s.cfg.Logger.Warn("a chat's kept turns could not be read", "chat", chatURI, "err", err)
 		}
 		_, kept := persistence.MergeTurns(nil, turns)
 		var list []any
@@ -924,14 +934,14 @@ func (s *session) dispose(ctx actor.Context) {
 }
 
 // afterWrites runs then once every write on its way has landed, off the mailbox, and
-// then answers the request being handled with an empty SessionResult.
+// then answers the request being handled with an empty Result.
 func (s *session) afterWrites(ctx actor.Context, then func()) {
 	sender, system, writes := ctx.Sender(), ctx.ActorSystem(), s.writes
 	go func() {
 		writes.Wait()
 		then()
 		if sender != nil {
-			system.Root.Send(sender, &SessionResult{})
+			system.Root.Send(sender, &Result{})
 		}
 	}()
 }
@@ -946,6 +956,6 @@ func (s *session) disposeChat(ctx actor.Context, c *chat) {
 			}
 			close(r.stopAlt)
 		}
-		ctx.Send(s.host, &DisposeTerminal{URI: r.terminal})
+		ctx.Send(s.root, &terminal.Dispose{URI: r.terminal})
 	}
 }

@@ -1,15 +1,17 @@
-package actors
+package terminal
 
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/integration"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/pty"
@@ -20,25 +22,24 @@ import (
 const (
 	minCols, maxCols = 2, 1000
 	minRows, maxRows = 1, 1000
-	defaultCols      = 80
-	defaultRows      = 24
+	DefaultCols      = 80 // the size of a terminal made without one
+	DefaultRows      = 24
 )
 
 // terminal is one terminal channel. It owns the TerminalState (folded with the
 // clients' reducer), the capped scrollback, the subscribers, and supervises the shell
 // actor that owns the process.
 type terminal struct {
-	opts    Options
-	journal *Journal
-	hostPID *actor.PID
-	create  *CreateTerminal
+	cfg     Config
+	journal *delivery.Journal
+	create  *Create
 	// configShell is root config's defaultShell when this machine can run it.
 	configShell string
 
 	uri        string
 	state      messages.TerminalState
 	scrollback messages.Scrollback
-	subs       map[Subscriber]bool
+	subs       map[delivery.Subscriber]bool
 	shell      *actor.PID
 	usePty     bool
 
@@ -73,9 +74,13 @@ type terminal struct {
 	watcher *actor.PID
 }
 
-func newTerminalProps(opts Options, journal *Journal, hostPID *actor.PID, m *CreateTerminal, defaultShell string) *actor.Props {
+// NewProps makes the props of a terminal for m, spawned by the root, which it
+// reports its row and a failed start to. defaultShell is the root config's, where
+// this machine can run it.
+func NewProps(cfg Config, m *Create, defaultShell string) *actor.Props {
+	cfg = cfg.withDefaults()
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &terminal{opts: opts, journal: journal, hostPID: hostPID, create: m, configShell: defaultShell, uri: m.URI, subs: map[Subscriber]bool{}}
+		return &terminal{cfg: cfg, journal: cfg.Journal, create: m, configShell: defaultShell, uri: m.URI, subs: map[delivery.Subscriber]bool{}}
 	}, actor.WithSupervisor(shellSupervisor()))
 }
 
@@ -92,25 +97,25 @@ func (t *terminal) Receive(ctx actor.Context) {
 	case *actor.Started:
 		t.system = ctx.ActorSystem()
 		t.start(ctx)
-	case *CreateTerminal:
+	case *Create:
 		t.createWaiter = ctx.Sender()
 		if t.startErr != nil {
 			t.reportStartFailure(ctx)
 		} else if t.listed {
 			t.answerCreate(ctx)
 		}
-	case *Subscribe:
+	case *channel.Subscribe:
 		if t.startErr != nil {
 			// Reached before the host let go of it: there is no terminal to read.
-			ctx.Respond(&SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s on this host", t.uri)})
+			ctx.Respond(&channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s on this host", t.uri)})
 			return
 		}
 		t.scrollback.Settle(&t.state)
 		t.subs[m.Sub] = true
-		ctx.Respond(&SubscribeResult{Snapshot: &messages.Snapshot{Resource: t.uri, State: t.state.Clone(), FromSeq: t.journal.Current()}, Terminal: ctx.Self()})
-	case *Unsubscribe:
+		ctx.Respond(&channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: t.uri, State: t.state.Clone(), FromSeq: t.journal.Current()}, Terminal: ctx.Self()})
+	case *channel.Unsubscribe:
 		delete(t.subs, m.Sub)
-	case *Dispatch:
+	case *channel.Dispatch:
 		t.dispatch(ctx, m)
 	case *shellStarted:
 		if !t.usePty {
@@ -130,7 +135,7 @@ func (t *terminal) Receive(ctx actor.Context) {
 			t.exit = &e
 			if !t.drained {
 				self := ctx.Self()
-				t.drainTimer = time.AfterFunc(t.opts.DrainGrace, func() { ctx.ActorSystem().Root.Send(self, &drainTimeout{}) })
+				t.drainTimer = time.AfterFunc(t.cfg.DrainGrace, func() { ctx.ActorSystem().Root.Send(self, &drainTimeout{}) })
 			}
 		}
 		t.maybeAnnounceExit(ctx)
@@ -152,12 +157,12 @@ func (t *terminal) Receive(ctx actor.Context) {
 		t.maybeAnnounceExit(ctx)
 	case *drainTimeout:
 		if !t.drained {
-			t.opts.Logger.Info("output still open after the shell exited; closing it", "terminal", t.uri, "grace", t.opts.DrainGrace)
+			t.cfg.Logger.Info("output still open after the shell exited; closing it", "terminal", t.uri, "grace", t.cfg.DrainGrace)
 			ctx.Send(t.shell, &shellCloseOutput{})
 		}
 	case *listTimeout:
 		t.list(ctx)
-	case *DisposeTerminal:
+	case *Dispose:
 		t.dispose(ctx)
 	case *actor.Terminated:
 		if t.disposed {
@@ -168,11 +173,11 @@ func (t *terminal) Receive(ctx actor.Context) {
 		if t.feeder != nil {
 			t.feeder.close()
 		}
-	case *KillTerminal:
+	case *Kill:
 		if t.exit == nil {
 			ctx.Send(t.shell, &shellKill{})
 		}
-	case *TerminalWrite:
+	case *Write:
 		if t.exit == nil && !t.disposed {
 			t.writeInput(ctx, m.Data)
 		}
@@ -183,7 +188,7 @@ func (t *terminal) Receive(ctx actor.Context) {
 	case *childrenQuery:
 		ctx.Respond(ctx.Children())
 	case *ScreenQuery:
-		info := &ScreenInfo{IsPty: t.usePty, WhenAltBuffer: settled}
+		info := &ScreenInfo{IsPty: t.usePty, WhenAltBuffer: Settled}
 		if t.modes != nil {
 			info.AltBuffer, info.BracketedPaste, info.WhenAltBuffer = t.modes.alt, t.modes.paste, t.modes.whenAlt
 		}
@@ -206,16 +211,16 @@ func (t *terminal) stopTimers() {
 
 func (t *terminal) start(ctx actor.Context) {
 	m := t.create
-	t.usePty = t.opts.UsePty
+	t.usePty = t.cfg.UsePty
 	t.watcher = m.Watcher
-	t.scrollback.Limit = t.opts.ScrollbackLimit
+	t.scrollback.Limit = t.cfg.ScrollbackLimit
 	cols, rows, _ := clampSize(m.Cols, m.Rows)
 	shellPath := m.Spec.Shell
 	if shellPath == "" {
 		shellPath = t.configShell
 	}
 	if shellPath == "" {
-		shellPath = t.opts.DefaultShell
+		shellPath = t.cfg.DefaultShell
 	}
 	if shellPath == "" {
 		shellPath = pty.DefaultShell()
@@ -236,7 +241,7 @@ func (t *terminal) start(ctx actor.Context) {
 		IsPty:                    messages.Ptr(t.usePty),
 	}
 	if dir != "" {
-		t.state.Cwd = fileURI(dir)
+		t.state.Cwd = messages.FileURI(dir)
 	}
 	spec := pty.Spec{
 		Shell:               shellPath,
@@ -252,11 +257,11 @@ func (t *terminal) start(ctx actor.Context) {
 	}
 	self := ctx.Self()
 	if t.usePty {
-		t.listTimer = time.AfterFunc(t.opts.ListTimeout, func() { ctx.ActorSystem().Root.Send(self, &listTimeout{}) })
+		t.listTimer = time.AfterFunc(t.cfg.ListTimeout, func() { ctx.ActorSystem().Root.Send(self, &listTimeout{}) })
 		t.prepareIntegration(&spec)
 	}
-	t.handle = &shellHandle{spec: spec, startErr: dirErr, logger: t.opts.Logger, killGrace: t.opts.KillGrace, sessions: t.opts.sessions,
-		input: newInputPump(t.opts.Logger)}
+	t.handle = &shellHandle{spec: spec, startErr: dirErr, logger: t.cfg.Logger, killGrace: t.cfg.KillGrace, sessions: t.cfg.Sessions,
+		input: newInputPump(t.cfg.Logger)}
 	t.shell = ctx.Spawn(newShellProps(t.handle, self))
 	if t.usePty {
 		t.modes = newModeTracker()
@@ -297,9 +302,9 @@ func (t *terminal) prepareIntegration(spec *pty.Spec) {
 	if spec.Command != "" {
 		return
 	}
-	inj, ok, err := integration.Inject(spec.Shell, spec.ShellArgs, integration.InjectOptions{Nonce: nonce, ZshFolderAsFound: t.opts.ZshFolderAsFound, Environ: append(os.Environ(), spec.Env...)})
+	inj, ok, err := integration.Inject(spec.Shell, spec.ShellArgs, integration.InjectOptions{Nonce: nonce, ZshFolderAsFound: t.cfg.ZshFolderAsFound, Environ: append(os.Environ(), spec.Env...)})
 	if err != nil {
-		t.opts.Logger.Warn("shell integration not injected", "terminal", t.uri, "shell", spec.Shell, "err", err)
+		t.cfg.Logger.Warn("shell integration not injected", "terminal", t.uri, "shell", spec.Shell, "err", err)
 	}
 	if !ok {
 		return
@@ -311,9 +316,9 @@ func (t *terminal) prepareIntegration(spec *pty.Spec) {
 // resolveDir decides where the shell starts. A client's terminal opens in the home
 // folder when it names none or one that is not a folder here; a terminal a program
 // opens (StrictCwd) fails to start instead, with the reason in its output.
-func (t *terminal) resolveDir(m *CreateTerminal) (string, error) {
+func (t *terminal) resolveDir(m *Create) (string, error) {
 	if m.Cwd == "" {
-		return t.opts.Home, nil
+		return t.cfg.Home, nil
 	}
 	dir, err := pty.DirFromURI(m.Cwd)
 	if err == nil {
@@ -327,8 +332,8 @@ func (t *terminal) resolveDir(m *CreateTerminal) (string, error) {
 		if m.Spec.StrictCwd {
 			return dir, fmt.Errorf("cannot start the shell in %s: %w", m.Cwd, err)
 		}
-		t.opts.Logger.Info("terminal folder unusable; opening in the home folder", "terminal", m.URI, "cwd", m.Cwd, "err", err)
-		return t.opts.Home, nil
+		t.cfg.Logger.Info("terminal folder unusable; opening in the home folder", "terminal", m.URI, "cwd", m.Cwd, "err", err)
+		return t.cfg.Home, nil
 	}
 	return dir, nil
 }
@@ -336,7 +341,7 @@ func (t *terminal) resolveDir(m *CreateTerminal) (string, error) {
 // clampSize bounds a size a client asked for; a create that names none gets 80x24.
 func clampSize(cols, rows int) (int, int, bool) {
 	if cols == 0 && rows == 0 {
-		return defaultCols, defaultRows, false
+		return DefaultCols, DefaultRows, false
 	}
 	return boundSize(cols, rows)
 }
@@ -344,10 +349,6 @@ func clampSize(cols, rows int) (int, int, bool) {
 func boundSize(cols, rows int) (int, int, bool) {
 	c, r := min(max(cols, minCols), maxCols), min(max(rows, minRows), maxRows)
 	return c, r, c != cols || r != rows
-}
-
-func fileURI(path string) string {
-	return (&url.URL{Scheme: "file", Path: path}).String()
 }
 
 // isFolderFailure reports whether a failed start was the working folder's: one that
@@ -363,12 +364,12 @@ func (t *terminal) isFolderFailure(err error) bool {
 // on the terminal meanwhile.
 func (t *terminal) reportStartFailure(ctx actor.Context) {
 	t.disposed = true
-	t.subs = map[Subscriber]bool{}
+	t.subs = map[delivery.Subscriber]bool{}
 	t.stopTimers()
 	if t.createWaiter == nil {
 		return
 	}
-	ctx.Send(t.hostPID, &terminalStartFailed{terminal: ctx.Self(), uri: t.uri, waiter: t.createWaiter, err: t.startErr})
+	ctx.Send(ctx.Parent(), &StartFailed{Terminal: ctx.Self(), URI: t.uri, Waiter: t.createWaiter, Err: t.startErr})
 	t.createWaiter = nil
 }
 
@@ -405,7 +406,7 @@ func (t *terminal) publishRow(ctx actor.Context) {
 		return
 	}
 	info := messages.TerminalInfo{Resource: t.uri, Title: t.state.Title, Claim: t.state.Claim, Lifecycle: t.state.Lifecycle, ExitCode: t.state.ExitCode, Meta: t.state.Meta}
-	ctx.Send(t.hostPID, &terminalRow{pid: ctx.Self(), info: info})
+	ctx.Send(ctx.Parent(), &Row{PID: ctx.Self(), Info: info})
 }
 
 // apply folds a host action into the state and sends it to every subscriber.
@@ -417,7 +418,7 @@ func (t *terminal) apply(a *messages.Action) {
 
 func (t *terminal) tellWatcher(a *messages.Action) {
 	if t.watcher != nil && t.system != nil {
-		t.system.Root.Send(t.watcher, &TerminalEvent{URI: t.uri, Action: a})
+		t.system.Root.Send(t.watcher, &Event{URI: t.uri, Action: a})
 	}
 }
 
@@ -500,11 +501,11 @@ func (t *terminal) maybeAnnounceExit(ctx actor.Context) {
 	}
 }
 
-func (t *terminal) reject(m *Dispatch, reason string) {
+func (t *terminal) reject(m *channel.Dispatch, reason string) {
 	t.journal.Reject(m.Sub, t.uri, m.Raw, m.Origin, reason)
 }
 
-func (t *terminal) dispatch(ctx actor.Context, m *Dispatch) {
+func (t *terminal) dispatch(ctx actor.Context, m *channel.Dispatch) {
 	if t.disposed {
 		// Gone for its clients: as the host ignores a dispatch to a channel it no
 		// longer lists, so does a terminal reached directly while it winds down.
@@ -641,7 +642,7 @@ func (t *terminal) dispose(ctx actor.Context) {
 		return
 	}
 	t.disposed = true
-	t.subs = map[Subscriber]bool{}
+	t.subs = map[delivery.Subscriber]bool{}
 	t.stopTimers()
 	t.answerCreate(ctx)
 	ctx.Watch(t.shell)

@@ -1,4 +1,4 @@
-package actors
+package terminal
 
 import (
 	"encoding/json"
@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -79,22 +82,11 @@ func (c *collector) waitUntil(t *testing.T, what string, cond func() bool) {
 func TestShellActorRestartKeepsProcessAndState(t *testing.T) {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
 	defer system.Shutdown()
-	journal := NewJournal(1024, 1<<20)
-	host := system.Root.Spawn(NewHostProps(Options{Home: t.TempDir()}, journal))
 	uri := "ahp-terminal:/crash"
-	res, err := system.Root.RequestFuture(host, &CreateTerminal{URI: uri, Claim: messages.Claim{Kind: messages.ClaimClient}}, waitTimeout).Result()
-	if err != nil || res.(*CreateResult).Err != nil {
-		t.Fatalf("create: %v %v", err, res)
-	}
-	sub := newCollector()
-	subRes, err := system.Root.RequestFuture(host, &Subscribe{Channel: uri, Sub: sub}, waitTimeout).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	terminalPID := subRes.(*SubscribeResult).Terminal
+	terminalPID, sub := startTerminal(t, system, &Create{URI: uri, Claim: messages.Claim{Kind: messages.ClaimClient}})
 	send := func(data string) {
 		raw, _ := json.Marshal(map[string]any{"type": "terminal/input", "data": data})
-		system.Root.Send(host, &Dispatch{Channel: uri, Action: &messages.Action{Type: messages.TerminalInput, Data: &data}, Raw: raw, Sub: sub})
+		system.Root.Send(terminalPID, &channel.Dispatch{Channel: uri, Action: &messages.Action{Type: messages.TerminalInput, Data: &data}, Raw: raw, Sub: sub})
 	}
 	send("echo before-$$\n")
 	sub.waitUntil(t, "output before the crash", func() bool { return strings.Contains(sub.output(), "before-") })
@@ -116,7 +108,7 @@ func TestShellActorRestartKeepsProcessAndState(t *testing.T) {
 	send("exit 5\n")
 	sub.waitUntil(t, "exit", func() bool { return len(sub.actions(messages.TerminalExited)) > 0 })
 	// One more round trip through the terminal's mailbox before counting.
-	if _, err := system.Root.RequestFuture(host, &Subscribe{Channel: uri, Sub: newCollector()}, waitTimeout).Result(); err != nil {
+	if _, err := system.Root.RequestFuture(terminalPID, &channel.Subscribe{Channel: uri, Sub: newCollector()}, waitTimeout).Result(); err != nil {
 		t.Fatal(err)
 	}
 	exits := sub.actions(messages.TerminalExited)
@@ -126,4 +118,34 @@ func TestShellActorRestartKeepsProcessAndState(t *testing.T) {
 	if !strings.Contains(sub.output(), "before-") {
 		t.Fatal("the terminal lost its earlier output")
 	}
+}
+
+// startTerminal starts a terminal for m under a parent of its own, as the root would
+// spawn it, waits for its create's answer and subscribes a collector to it.
+func startTerminal(t *testing.T, system *actor.ActorSystem, m *Create) (*actor.PID, *collector) {
+	t.Helper()
+	cfg := Config{Journal: delivery.NewJournal(1024, 1<<20), Home: t.TempDir(), KillGrace: 500 * time.Millisecond}
+	var terminalPID *actor.PID
+	spawned := make(chan struct{})
+	parent := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch msg := ctx.Message().(type) {
+		case *Create:
+			terminalPID = ctx.Spawn(NewProps(cfg, msg, ""))
+			close(spawned)
+			ctx.Forward(terminalPID)
+		case *StartFailed:
+			ctx.Send(msg.Waiter, &CreateResult{Err: msg.Err})
+		}
+	}))
+	t.Cleanup(func() { _ = system.Root.StopFuture(parent).Wait() })
+	res, err := system.Root.RequestFuture(parent, m, waitTimeout).Result()
+	if err != nil || res.(*CreateResult).Err != nil {
+		t.Fatalf("create: %v %v", err, res)
+	}
+	<-spawned
+	sub := newCollector()
+	if _, err := system.Root.RequestFuture(terminalPID, &channel.Subscribe{Channel: m.URI, Sub: sub}, waitTimeout).Result(); err != nil {
+		t.Fatal(err)
+	}
+	return terminalPID, sub
 }

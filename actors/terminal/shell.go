@@ -1,4 +1,4 @@
-package actors
+package terminal
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/termhost/termhost/pty"
 )
 

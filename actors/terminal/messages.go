@@ -1,0 +1,156 @@
+package terminal
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/pty"
+)
+
+// Messages a terminal answers, besides the channel messages (subscribe, unsubscribe,
+// dispatch) every channel answers. Each is sent as a pointer and never changed after.
+
+// Spec is what a terminal runs. The zero value is the host's shell, sitting at its
+// prompt.
+type Spec struct {
+	Shell               string
+	Command             string
+	Args                []string
+	Env                 []string
+	PreventShellHistory bool
+	NonInteractive      bool
+	// StrictCwd: a directory that is not there is a shell that fails to start (exit
+	// 127), as for a terminal a program opens; otherwise, as for a client's terminal,
+	// the home folder is used instead.
+	StrictCwd bool
+}
+
+// Create opens a terminal. The answer (*CreateResult) comes once the terminal is
+// listed on the root, or its process could not be started.
+type Create struct {
+	URI   string
+	Claim messages.Claim
+	Name  string
+	Cwd   string // a file: URI or a path, as the client sent it
+	Cols  int
+	Rows  int
+	Spec  Spec
+	// Watcher, when set, gets an *Event for every action on the terminal from its
+	// start: the seam a session uses to read a command's output as a client would.
+	Watcher *actor.PID
+}
+
+// CreateResult answers Create.
+type CreateResult struct {
+	Err *messages.Error
+	// IsPty and Detection say how the terminal runs and whether its shell has marked
+	// a command boundary by the time it was listed.
+	IsPty     bool
+	Detection bool
+}
+
+// Event is one action applied on a terminal, for its watcher.
+type Event struct {
+	URI    string
+	Action *messages.Action
+}
+
+// Write types data into a terminal as the host (a `!` command).
+type Write struct {
+	URI  string
+	Data string
+}
+
+// SnapshotQuery asks a terminal for its settled state; the answer is a
+// *messages.TerminalState.
+type SnapshotQuery struct{ URI string }
+
+// Dispose ends a terminal's process and takes its row off the list. The answer is a
+// *DisposeResult, sent once the row is gone.
+type Dispose struct{ URI string }
+
+// DisposeResult answers Dispose.
+type DisposeResult struct{}
+
+// Kill ends a terminal's process and leaves its row listed.
+type Kill struct{ URI string }
+
+// ScreenQuery asks a terminal about its screen; the answer is a *ScreenInfo. A
+// terminal on pipes has no screen: false for both modes, and WhenAltBuffer settled.
+type ScreenQuery struct {
+	URI string
+	// Text asks for the screen's visible text too, which makes the screen if the
+	// terminal has none yet.
+	Text bool
+}
+
+// ScreenInfo answers ScreenQuery.
+type ScreenInfo struct {
+	IsPty          bool
+	AltBuffer      bool
+	BracketedPaste bool
+	// WhenAltBuffer is closed once a program switched to the alternate screen.
+	WhenAltBuffer <-chan struct{}
+	// Text is the screen's visible text.
+	Text string
+}
+
+// Settled is a closed channel: a wait on it returns at once.
+var Settled = func() <-chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Messages a terminal sends its parent (the root).
+
+// Row says the terminal goes on the root list, or its row changed.
+type Row struct {
+	PID  *actor.PID
+	Info messages.TerminalInfo
+}
+
+// StartFailed says a terminal's process could not be started: the root answers its
+// create with Err and lets the terminal go.
+type StartFailed struct {
+	Terminal *actor.PID
+	URI      string
+	Waiter   *actor.PID
+	Err      *messages.Error
+}
+
+// Internal messages.
+
+// From the shell actor.
+type (
+	// shellOutput is decoded output from the shell's reader.
+	shellOutput struct{ data string }
+	// shellDrained says the reader reached the end of the output.
+	shellDrained struct{}
+	// shellExited carries the process's exit status.
+	shellExited struct{ exit pty.Exit }
+	// shellFailed says the process could not be started.
+	shellFailed struct{ err error }
+	// shellStarted says the process runs.
+	shellStarted struct{ pid int }
+)
+
+// To the shell actor.
+type (
+	shellWrite       struct{ data []byte }
+	shellResize      struct{ cols, rows int }
+	shellInterrupt   struct{}
+	shellTerminate   struct{}
+	shellCloseOutput struct{}
+	shellReleased    struct{}
+	shellKill        struct{}
+	// shellCrash makes the shell actor panic, to test supervision.
+	shellCrash struct{}
+)
+
+// The terminal's own timers.
+type (
+	// listTimeout lists a terminal whose shell has said nothing for ten seconds.
+	listTimeout struct{}
+	// drainTimeout ends the wait for output once the process has exited.
+	drainTimeout struct{}
+)
+
+// childrenQuery asks a terminal for its children (its shell), for tests.
+type childrenQuery struct{}
