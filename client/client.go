@@ -1,6 +1,6 @@
 // Package client is a small AHP client over WebSocket: requests with their answers,
 // notifications, and the stream of action envelopes the host sends. termhost's own
-// tests, its bench verb and its client verbs use it.
+// tests and its bench verb use it. It is not an API: it answers what those need.
 package client
 
 import (

@@ -712,8 +712,6 @@ func actionGrant(actionType string) string {
 	return ""
 }
 
-// readGrant is the grant reading a channel needs: a session or chat is read by whoever
-// may take part in it, anything else is a terminal's output.
 // recheck reads who this connection's sign-in is now and applies it to what the
 // connection already holds: one whose token was revoked, or that may no longer read a
 // channel it is subscribed to, is closed with a reason saying which.
