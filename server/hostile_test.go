@@ -18,20 +18,15 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
-	"weak"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/coder/websocket"
 
-	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
-	"github.com/termhost/termhost/actors/root"
-	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/client"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/server"
-	"github.com/termhost/termhost/server/ahp"
 )
 
 // Hostile input: whatever one connection sends, the host answers it or ignores it
@@ -888,85 +883,4 @@ func maskedTextFrame(payload string) []byte {
 		b = append(b, payload[i]^key[i%4])
 	}
 	return b
-}
-
-// TestDroppedHandshakeLeavesNoSubscriber drives the connection actor directly: a
-// socket that goes while its initialize is still subscribing must not leave its queue
-// subscribed to the root or a terminal, where every later action would still be
-// handed to it and it could never be freed.
-func TestDroppedHandshakeLeavesNoSubscriber(t *testing.T) {
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
-	journal := delivery.NewJournal(1024, 1<<20)
-	host, err := system.Root.SpawnNamed(root.NewProps(root.Options{Home: t.TempDir(), DefaultShell: "/bin/bash", KillGrace: 500 * time.Millisecond}, journal), "host")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = system.Root.RequestFuture(host, &channel.Shutdown{}, waitTimeout).Result()
-		system.Shutdown()
-	})
-	store, err := auth.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, _ := store.AddToken("o", auth.RoleOwner)
-	owner, _ := store.Authenticate(tok)
-
-	uri := "ahp-terminal:/subscribed"
-	if res, err := system.Root.RequestFuture(host, &terminal.Create{URI: uri, Claim: messages.Claim{Kind: messages.ClaimClient}}, waitTimeout).Result(); err != nil || res.(*terminal.CreateResult).Err != nil {
-		t.Fatalf("create: %v %v", res, err)
-	}
-	initialize := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["1.0.0"],"clientId":"d","initialSubscriptions":["ahp-root://","` + uri + `"]}}`)
-	subscribe := []byte(`{"jsonrpc":"2.0","id":2,"method":"subscribe","params":{"channel":"` + uri + `"}}`)
-
-	const rounds = 20
-	var queues []weak.Pointer[delivery.Outbox]
-	for i := range rounds {
-		ob := delivery.NewOutbox(delivery.OutboxLimits{Bytes: 1 << 20}, nil)
-		queues = append(queues, weak.Make(ob))
-		pid := system.Root.Spawn(ahp.NewProps(ahp.Config{
-			Root: host, Journal: journal, Outbox: ob, Principal: owner, Close: ob.Finish,
-		}))
-		system.Root.Send(pid, &ahp.Frame{Data: initialize})
-		if i%2 == 1 {
-			system.Root.Send(pid, &ahp.Frame{Data: subscribe})
-		}
-		system.Root.Send(pid, &ahp.Disconnected{})
-		// Disconnected closes the queue last: wait for that.
-		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-		for {
-			if _, err := ob.Next(ctx); err != nil {
-				if ctx.Err() != nil {
-					t.Fatal("the connection actor never closed its queue")
-				}
-				break
-			}
-		}
-		cancel()
-	}
-	// Whatever the actors sent before closing their queues has been handled once the
-	// host, and the terminal behind it, answer a later request.
-	if _, err := system.Root.RequestFuture(host, &root.ListTerminals{}, waitTimeout).Result(); err != nil {
-		t.Fatal(err)
-	}
-	probe := delivery.NewOutbox(delivery.OutboxLimits{Bytes: 1 << 20}, nil)
-	if _, err := system.Root.RequestFuture(host, &channel.Subscribe{Channel: uri, Sub: probe}, waitTimeout).Result(); err != nil {
-		t.Fatal(err)
-	}
-
-	// A queue nothing holds any more is collected. No event says so: poll the
-	// collector under a deadline.
-	held := 0
-	if !poll(10*time.Second, func() bool {
-		runtime.GC()
-		held = 0
-		for _, q := range queues {
-			if q.Value() != nil {
-				held++
-			}
-		}
-		return held == 0
-	}) {
-		t.Fatalf("%d of %d dropped connections' queues are still held (subscribed) after they went", held, rounds)
-	}
 }
