@@ -94,34 +94,136 @@ func (m *Members) check(raw []byte, path string) error {
 		return nil
 	}
 	if m.items != nil {
-		var items []json.RawMessage
-		if raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
+		if raw[0] != '[' {
 			return nil
 		}
-		for i, item := range items {
-			if err := m.items.check(item, fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
+		i := 0
+		return eachValue(raw, func(item []byte) error {
+			err := m.items.check(item, fmt.Sprintf("%s[%d]", path, i))
+			i++
+			return err
+		})
+	}
+	if raw[0] != '{' {
+		return nil
+	}
+	i := skipSpace(raw, 1)
+	for i < len(raw) && raw[i] == '"' {
+		keyEnd := skipValue(raw, i)
+		key := raw[i:keyEnd]
+		i = skipSpace(raw, keyEnd)
+		if i >= len(raw) || raw[i] != ':' {
+			return nil // not JSON: the decode says so
 		}
-		return nil
-	}
-	var members map[string]json.RawMessage
-	if raw[0] != '{' || json.Unmarshal(raw, &members) != nil {
-		return nil
-	}
-	for name, value := range members {
-		inner, exact := m.exact[name]
+		i = skipSpace(raw, i+1)
+		valueEnd := skipValue(raw, i)
+		value := raw[i:valueEnd]
+		inner, exact := m.exact[string(key[1:max(len(key)-1, 1)])]
+		if !exact && bytes.IndexByte(key, '\\') >= 0 {
+			inner, exact = m.exact[unquote(key)]
+		}
 		if !exact {
+			name := unquote(key)
 			if want, folded := m.folded[strings.ToLower(name)]; folded {
 				return fmt.Errorf("%q is not a member here: member names are case-sensitive (did you mean %q?)", joinPath(path, name), joinPath(path, want))
 			}
-			continue
+		} else if inner != nil {
+			if err := inner.check(value, joinPath(path, unquote(key))); err != nil {
+				return err
+			}
 		}
-		if err := inner.check(value, joinPath(path, name)); err != nil {
-			return err
+		i = skipSpace(raw, valueEnd)
+		if i >= len(raw) || raw[i] != ',' {
+			return nil // the end, or not JSON
 		}
+		i = skipSpace(raw, i+1)
 	}
 	return nil
+}
+
+// The scanners below find where each member or item starts and ends; they expect
+// valid JSON (every caller's has been checked already) and on anything else stop
+// without a finding, leaving the decode to report it. Every keystroke's frame is
+// checked, so a member with nothing nested to check allocates nothing.
+
+// eachValue calls f with each item of the array arr, in order.
+func eachValue(arr []byte, f func(item []byte) error) error {
+	i := skipSpace(arr, 1)
+	for i < len(arr) && arr[i] != ']' {
+		end := skipValue(arr, i)
+		if err := f(arr[i:end]); err != nil {
+			return err
+		}
+		i = skipSpace(arr, end)
+		if i >= len(arr) || arr[i] != ',' {
+			return nil // the end, or not JSON
+		}
+		i = skipSpace(arr, i+1)
+	}
+	return nil
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns where the value starting at b[i] ends.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		for j := i + 1; j < len(b); j++ {
+			switch b[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1
+			}
+		}
+		return len(b)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = skipValue(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	default: // a number, true, false or null
+		j := i
+		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+			j++
+		}
+		return j
+	}
+}
+
+// unquote is a member name's text: the bytes between the quotes, or, where the name
+// holds an escape, what it decodes to.
+func unquote(quoted []byte) string {
+	if len(quoted) < 2 {
+		return ""
+	}
+	inner := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner)
+	}
+	var s string
+	_ = json.Unmarshal(quoted, &s)
+	return s
 }
 
 func joinPath(path, name string) string {
