@@ -202,9 +202,7 @@ func dialStream(ctx context.Context, t target, clientID, channel string) (*strea
 		return nil, fmt.Errorf("bench: dial %s: %w", t.url, err)
 	}
 	ws.SetReadLimit(64 << 20)
-	quoted, _ := json.Marshal(channel)
-	s := &stream{ws: ws, channel: channel}
-	s.dataPrefix = fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"action","params":{"channel":%s,"action":{"type":"terminal/data","data":"`, quoted)
+	s := &stream{ws: ws, channel: channel, dataPrefix: messages.DataFramePrefix(channel)}
 	init, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0", "id": 1, "method": "initialize",
 		"params": map[string]any{

@@ -93,13 +93,6 @@ func EncodeAction(a *Action) json.RawMessage {
 	return b
 }
 
-// The fixed parts of a host terminal/data envelope as EnvelopeFrame writes it.
-var (
-	framePrefix  = []byte(`{"jsonrpc":"2.0","method":"action","params":{"channel":`)
-	dataPrefix   = []byte(`,"action":{"type":"terminal/data","data":"`)
-	seqSeparator = []byte(`"},"serverSeq":`)
-)
-
 // MergeDataFrames joins two host terminal/data frames of one channel into one frame
 // carrying both outputs and the later serverSeq, as a client folding them would see
 // it (PROTOCOL.md 3: coalescing terminal/data is allowed). It reports false for any

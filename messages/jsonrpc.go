@@ -161,7 +161,7 @@ func idOrNull(id json.RawMessage) []byte {
 func EnvelopeFrame(env *Envelope) []byte {
 	var b bytes.Buffer
 	b.Grow(len(env.Action) + len(env.Channel) + 96)
-	b.WriteString(`{"jsonrpc":"2.0","method":"action","params":{"channel":`)
+	b.WriteString(actionHead + envelopeHead) // frame.go: the layout others cut frames by
 	writeJSONString(&b, env.Channel)
 	b.WriteString(`,"action":`)
 	if len(env.Action) == 0 {

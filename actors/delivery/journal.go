@@ -17,18 +17,24 @@ type Journal struct {
 
 	mu         sync.Mutex // guards the fields below
 	seq        uint64
-	ring       []journalEntry // a circular buffer: count entries from head, oldest first
+	ring       []Entry // a circular buffer: count entries from head, oldest first
 	head       int
 	count      int
 	bytes      int
 	evictedMax uint64 // the highest serverSeq dropped from the ring
 }
 
-type journalEntry struct {
-	seq     uint64
-	channel string
-	frame   []byte
+// Entry is one envelope the journal recorded: what a reconnect needs to replay it
+// without decoding its frame again.
+type Entry struct {
+	Seq     uint64 // its serverSeq
+	Channel string // its channel's URI
+	Frame   []byte // the frame as it went on the wire; nobody may change it
 }
+
+// Envelope is the envelope the frame carries, as a reconnect answer's replay sends it
+// (PROTOCOL.md 2.4): its bytes, cut out of the frame.
+func (e Entry) Envelope() json.RawMessage { return messages.EnvelopeOfFrame(e.Frame) }
 
 // NewJournal keeps at most maxEntries envelopes and maxBytes of encoded frames.
 func NewJournal(maxEntries, maxBytes int) *Journal {
@@ -77,7 +83,7 @@ func (j *Journal) record(seq uint64, channel string, frame []byte) {
 	// A ring of at most maxEntries: eviction moves the head, never the entries. It
 	// grows by doubling until it reaches maxEntries.
 	if j.count == len(j.ring) && len(j.ring) < j.maxEntries {
-		grown := make([]journalEntry, min(max(2*len(j.ring), 64), j.maxEntries))
+		grown := make([]Entry, min(max(2*len(j.ring), 64), j.maxEntries))
 		for i := 0; i < j.count; i++ {
 			grown[i] = j.ring[(j.head+i)%len(j.ring)]
 		}
@@ -87,49 +93,45 @@ func (j *Journal) record(seq uint64, channel string, frame []byte) {
 		j.evictOldest()
 	}
 	tail := (j.head + j.count) % len(j.ring)
-	j.ring[tail] = journalEntry{seq, channel, frame}
+	j.ring[tail] = Entry{seq, channel, frame}
 	j.count++
 	j.bytes += len(frame)
 }
 
 func (j *Journal) evictOldest() {
 	e := j.ring[j.head]
-	j.bytes -= len(e.frame)
-	if e.seq > j.evictedMax {
-		j.evictedMax = e.seq
+	j.bytes -= len(e.Frame)
+	if e.Seq > j.evictedMax {
+		j.evictedMax = e.Seq
 	}
-	j.ring[j.head] = journalEntry{}
+	j.ring[j.head] = Entry{}
 	j.head = (j.head + 1) % len(j.ring)
 	j.count--
 }
 
-// Replay returns the frames after lastSeen on the given channels, in serverSeq order,
-// or ok=false when some of them have already left the ring.
-func (j *Journal) Replay(lastSeen uint64, channels map[string]bool) (frames [][]byte, ok bool) {
+// Replay returns the entries after lastSeen on the given channels, in serverSeq
+// order, or ok=false when some of them have already left the ring.
+func (j *Journal) Replay(lastSeen uint64, channels map[string]bool) (entries []Entry, ok bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if lastSeen < j.evictedMax {
 		return nil, false
 	}
-	var picked []journalEntry
 	for i := 0; i < j.count; i++ {
 		e := j.ring[(j.head+i)%len(j.ring)]
-		if e.seq > lastSeen && channels[e.channel] {
-			picked = append(picked, e)
+		if e.Seq > lastSeen && channels[e.Channel] {
+			entries = append(entries, e)
 		}
 	}
 	// Stamping and recording are two steps, so the ring is ordered per channel but may
 	// interleave channels slightly out of order.
-	sortEntries(picked)
-	for _, e := range picked {
-		frames = append(frames, e.frame)
-	}
-	return frames, true
+	sortEntries(entries)
+	return entries, true
 }
 
-func sortEntries(es []journalEntry) {
+func sortEntries(es []Entry) {
 	for i := 1; i < len(es); i++ {
-		for k := i; k > 0 && es[k].seq < es[k-1].seq; k-- {
+		for k := i; k > 0 && es[k].Seq < es[k-1].Seq; k-- {
 			es[k], es[k-1] = es[k-1], es[k]
 		}
 	}

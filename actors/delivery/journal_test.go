@@ -1,6 +1,8 @@
 package delivery
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -17,13 +19,50 @@ func TestJournalReplaysWhatTheRingHolds(t *testing.T) {
 	if _, ok := j.Replay(149, map[string]bool{"c0": true}); ok {
 		t.Fatal("replay from before the ring's start claimed to be complete")
 	}
-	frames, ok := j.Replay(150, map[string]bool{"c0": true})
-	if !ok || len(frames) != 50 {
-		t.Fatalf("replay from 150 on c0: ok=%v %d frames, want 50", ok, len(frames))
+	entries, ok := j.Replay(150, map[string]bool{"c0": true})
+	if !ok || len(entries) != 50 {
+		t.Fatalf("replay from 150 on c0: ok=%v %d entries, want 50", ok, len(entries))
 	}
-	frames, _ = j.Replay(240, map[string]bool{"c0": true, "c1": true})
-	if len(frames) != 10 {
-		t.Fatalf("replay from 240: %d frames, want 10", len(frames))
+	entries, _ = j.Replay(240, map[string]bool{"c0": true, "c1": true})
+	if len(entries) != 10 {
+		t.Fatalf("replay from 240: %d entries, want 10", len(entries))
+	}
+}
+
+// An entry carries what a reconnect needs without decoding its frame: the serverSeq,
+// the channel, and the envelope exactly as the frame carried it.
+func TestJournalEntriesNameTheirEnvelopes(t *testing.T) {
+	j := NewJournal(100, 1<<20)
+	var frames [][]byte
+	for i := range 6 {
+		env := &messages.Envelope{Channel: fmt.Sprintf("c%d", i%3), Action: messages.DataAction(fmt.Sprint(i))}
+		frames = append(frames, j.Stamp(env))
+	}
+	entries, ok := j.Replay(1, map[string]bool{"c0": true, "c2": true})
+	if !ok {
+		t.Fatal("replay of what the ring holds is not complete")
+	}
+	var seqs []uint64
+	for _, e := range entries {
+		seqs = append(seqs, e.Seq)
+		var n struct {
+			Params messages.Envelope `json:"params"`
+		}
+		if err := json.Unmarshal(e.Frame, &n); err != nil {
+			t.Fatalf("entry %d: frame is not JSON: %v", e.Seq, err)
+		}
+		if n.Params.ServerSeq != e.Seq || n.Params.Channel != e.Channel {
+			t.Fatalf("entry says serverSeq %d on %s; its frame says %d on %s", e.Seq, e.Channel, n.Params.ServerSeq, n.Params.Channel)
+		}
+		if !bytes.Equal(e.Frame, frames[e.Seq-1]) {
+			t.Fatalf("entry %d: frame %s, stamped %s", e.Seq, e.Frame, frames[e.Seq-1])
+		}
+		if want := []byte(`{"jsonrpc":"2.0","method":"action","params":` + string(e.Envelope()) + `}`); !bytes.Equal(want, e.Frame) {
+			t.Fatalf("entry %d: envelope %s is not the frame's params: %s", e.Seq, e.Envelope(), e.Frame)
+		}
+	}
+	if fmt.Sprint(seqs) != "[3 4 6]" {
+		t.Fatalf("replayed serverSeqs %v, want [3 4 6]", seqs)
 	}
 }
 

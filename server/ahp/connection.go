@@ -483,7 +483,7 @@ func (c *connection) reconnect(ctx actor.Context, id json.RawMessage, raw json.R
 		// Every held frame is newer than its snapshot, so replaying up to each
 		// snapshot's fromSeq and then releasing the held frames loses and doubles
 		// nothing.
-		frames, ok := c.cfg.Journal.Replay(lastSeen, set)
+		entries, ok := c.cfg.Journal.Replay(lastSeen, set)
 		var result any = map[string]any{"type": "snapshot", "snapshots": snaps}
 		if ok {
 			cut := map[string]uint64{}
@@ -492,11 +492,10 @@ func (c *connection) reconnect(ctx actor.Context, id json.RawMessage, raw json.R
 			}
 			actions := []json.RawMessage{}
 			size := 0
-			for _, f := range frames {
-				env := envelopeOf(f)
-				if env != nil && env.ServerSeq <= cut[env.Channel] {
-					actions = append(actions, f[len(`{"jsonrpc":"2.0","method":"action","params":`):len(f)-1])
-					size += len(f)
+			for _, e := range entries {
+				if e.Seq <= cut[e.Channel] {
+					actions = append(actions, e.Envelope())
+					size += len(e.Frame)
 				}
 			}
 			// A client that fell far behind (one closed as slow, say) would get back
@@ -521,16 +520,6 @@ func snapshotsSize(snaps []messages.Snapshot) int {
 		return 0
 	}
 	return len(b)
-}
-
-func envelopeOf(frame []byte) *messages.Envelope {
-	var n struct {
-		Params messages.Envelope `json:"params"`
-	}
-	if json.Unmarshal(frame, &n) != nil {
-		return nil
-	}
-	return &n.Params
 }
 
 func nonNil(s []string) []string {

@@ -1,0 +1,55 @@
+package messages
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// How the host lays out an `action` notification (PROTOCOL.md 4). EnvelopeFrame
+// writes it, and everything that reads a frame without decoding it - cutting the
+// envelope out for a replay, merging two terminal/data frames, counting a frame's
+// output - asks this file rather than repeating the bytes.
+const (
+	// actionHead is how every action frame begins; the envelope, its params, follows,
+	// and one closing brace ends the frame.
+	actionHead = `{"jsonrpc":"2.0","method":"action","params":`
+	// envelopeHead opens the envelope up to its channel's opening quote.
+	envelopeHead = `{"channel":`
+	// dataHead follows the channel in a terminal/data envelope, up to its data's
+	// first byte.
+	dataHead = `,"action":{"type":"terminal/data","data":"`
+	// dataTail ends a terminal/data action and opens the serverSeq that follows it.
+	dataTail = `"},"serverSeq":`
+)
+
+// The same, as bytes to compare frames with.
+var (
+	framePrefix  = []byte(actionHead + envelopeHead)
+	dataPrefix   = []byte(dataHead)
+	seqSeparator = []byte(dataTail)
+)
+
+// EnvelopeOfFrame is the envelope an action frame carries - its params object, byte
+// for byte as it went on the wire - cut out of a frame EnvelopeFrame wrote, without
+// decoding it: what a `reconnect` answer's replay carries (PROTOCOL.md 2.4). It is nil
+// for any other frame.
+func EnvelopeOfFrame(frame []byte) json.RawMessage {
+	n := len(actionHead)
+	if len(frame) <= n+1 || string(frame[:n]) != actionHead || frame[len(frame)-1] != '}' {
+		return nil
+	}
+	// The capacity ends with the envelope, so appending to it cannot overwrite the
+	// frame's closing brace.
+	return frame[n : len(frame)-1 : len(frame)-1]
+}
+
+// DataFramePrefix is how the host begins every terminal/data frame on channel, up to
+// the data's first byte: a reader that only counts output can skip a frame's head
+// without decoding it.
+func DataFramePrefix(channel string) []byte {
+	var b bytes.Buffer
+	b.WriteString(actionHead + envelopeHead)
+	writeJSONString(&b, channel)
+	b.WriteString(dataHead)
+	return b.Bytes()
+}
