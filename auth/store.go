@@ -19,6 +19,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/termhost/termhost/persistence"
 )
 
 const (
@@ -428,69 +430,11 @@ func (s *Store) editLocked(edit func(d *fileData) error) error {
 	return nil
 }
 
-// writeFileAtomic writes b to path with mode 0600 through a temporary file in the same
-// directory, synced before it is renamed into place. With a non-zero after, the new
-// file's modification time is made later than after.
-func writeFileAtomic(path string, b []byte, after time.Time) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err = f.Write(b); err != nil {
-		return err
-	}
-	if !after.IsZero() {
-		if err = modifiedAfter(f, after); err != nil {
-			return err
-		}
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		d.Sync() // best effort: make the rename itself durable
-		d.Close()
-	}
-	return nil
-}
-
-// modifiedAfter sets f's modification time to now, or if the clock has not moved past
-// after (or the file system keeps coarser times), to just after it.
-func modifiedAfter(f *os.File, after time.Time) error {
-	for _, step := range []time.Duration{0, time.Microsecond, time.Millisecond, time.Second} {
-		mt := time.Now()
-		if step > 0 {
-			mt = after.Add(step)
-		}
-		if err := os.Chtimes(f.Name(), time.Time{}, mt); err != nil {
-			return err
-		}
-		fi, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		if fi.ModTime().After(after) {
-			return nil
-		}
-	}
-	return fmt.Errorf("could not make %s newer than %s", f.Name(), after)
+// writeFileAtomic writes b to path with mode 0600 through persistence's one atomic
+// write. With a non-zero after, the new file's modification time is made later than
+// after.
+func writeFileAtomic(path string, b []byte, after time.Time) error {
+	return persistence.WriteFileAtomic(path, b, 0o600, persistence.ModifiedAfter(after))
 }
 
 func hashToken(token string) [sha256.Size]byte {

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +9,8 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
+
+	"github.com/termhost/termhost/persistence"
 )
 
 // userName is the current user's name as it goes into a folder name: letters,
@@ -115,22 +115,9 @@ func writeAtomic(root *os.Root, name string, data []byte) error {
 			return nil
 		}
 	}
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := fmt.Sprintf(".%s.%d.%s.tmp", name, os.Getpid(), hex.EncodeToString(rnd[:]))
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = root.Rename(tmp, name)
-	}
-	if err != nil {
-		_ = root.Remove(tmp)
+	// Inside root: the folder may be under /tmp, where a link planted by someone
+	// else must not lead the write elsewhere.
+	if err := persistence.WriteFileAtomic(name, data, 0o600, persistence.InRoot(root)); err != nil {
 		return fmt.Errorf("writing %s: %w", filepath.Join(root.Name(), name), err)
 	}
 	return nil

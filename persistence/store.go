@@ -212,43 +212,15 @@ func (l *lockMap) rlock(name string) func() {
 	return func() { e.rw.RUnlock(); l.release(name, e) }
 }
 
-// writeAtomic puts data in dir/name through a temporary file in dir: write, fsync,
-// close, rename, fsync dir. A reader sees the old file or the new one, never a part.
-// The file's mode is CreateTemp's 0600: what a shell printed is nobody else's to read.
-func (s *Store) writeAtomic(dir, name string, data []byte) (err error) {
-	f, err := os.CreateTemp(dir, "."+name+".*"+tmpSuffix)
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	closed := false
-	defer func() {
-		if err != nil {
-			if !closed {
-				f.Close()
-			}
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	closed = true
-	if err = f.Close(); err != nil {
-		return err
-	}
+// writeAtomic puts data in dir/name with WriteFileAtomic: a reader sees the old file or
+// the new one, never a part. The file's mode is 0600: what a shell printed is nobody
+// else's to read.
+func (s *Store) writeAtomic(dir, name string, data []byte) error {
+	var opts []WriteOption
 	if s.beforeRename != nil {
-		if err = s.beforeRename(tmp); err != nil {
-			return err
-		}
+		opts = append(opts, BeforeRename(s.beforeRename))
 	}
-	if err = os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	return syncDir(dir)
+	return WriteFileAtomic(filepath.Join(dir, name), data, 0o600, opts...)
 }
 
 // writeJSON encodes v and writes it atomically to dir/name.
