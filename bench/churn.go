@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 func churnSummary(s Sizes) string {
@@ -117,33 +118,27 @@ func (e *env) hostChurn(ctx context.Context, ctls []*ctl, cycles, run int) (floa
 		return fmt.Sprintf("churn: %d clients, %d of %d cycles", len(ctls), done.Load(), cycles)
 	})
 	defer stop()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	var firstErr error
-	var once sync.Once
+	// The first error cancels ctx, which stops the other clients' cycles.
+	g, ctx := errgroup.WithContext(ctx)
 	start := time.Now()
 	for _, k := range ctls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= cycles || ctx.Err() != nil {
-					return
+					return nil
 				}
 				if err := e.churnCycle(ctx, k, e.uri(fmt.Sprintf("churn%d", run), i)); err != nil {
-					once.Do(func() { firstErr = err; cancel() })
-					return
+					return err
 				}
 				done.Add(1)
 			}
-		}()
+		})
 	}
-	wg.Wait()
+	err := g.Wait()
 	secs := time.Since(start).Seconds()
-	if firstErr != nil {
-		return 0, firstErr
+	if err != nil {
+		return 0, err
 	}
 	return float64(cycles) / secs, nil
 }
@@ -171,35 +166,30 @@ func (e *env) churnCycle(ctx context.Context, k *ctl, uri string) error {
 // each to its end and reaping it, and returns spawns per second.
 func (e *env) rawChurn(cycles, workers int) (float64, error) {
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
+	var g errgroup.Group
 	start := time.Now()
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
 			buf := make([]byte, 4096)
 			for next.Add(1) <= int64(cycles) {
 				p, err := startRaw(e.pty, e.shell, "true")
 				if err != nil {
-					errs <- err
-					return
+					return err
 				}
 				_, err = p.drain(buf)
 				if cerr := p.close(); err == nil {
 					err = cerr
 				}
 				if err != nil {
-					errs <- err
-					return
+					return err
 				}
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	err := g.Wait()
 	secs := time.Since(start).Seconds()
-	close(errs)
-	if err := <-errs; err != nil {
+	if err != nil {
 		return 0, err
 	}
 	return float64(cycles) / secs, nil

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/termhost/termhost/client"
 	"github.com/termhost/termhost/messages"
 )
@@ -228,33 +230,26 @@ func (e *env) parallel(ctx context.Context, ctls []*ctl, n int, label string, do
 	var next, done atomic.Int64
 	stop := e.prog.every(func() string { return fmt.Sprintf("%s: %d of %d", label, done.Load(), n) })
 	defer stop()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	var firstErr error
-	var once sync.Once
+	// The first error cancels ctx, which stops the other connections' work.
+	g, ctx := errgroup.WithContext(ctx)
 	for _, k := range ctls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= n || ctx.Err() != nil {
-					return
+					return nil
 				}
 				wctx, wcancel := e.waitCtx(ctx)
 				err := do(wctx, k, i)
 				wcancel()
 				if err != nil {
-					once.Do(func() { firstErr = err; cancel() })
-					return
+					return err
 				}
 				done.Add(1)
 			}
-		}()
+		})
 	}
-	wg.Wait()
-	return firstErr
+	return g.Wait()
 }
 
 // rawIdle holds n shells on local ptys (or pipes) the way a minimal host must: each
@@ -281,21 +276,17 @@ func (e *env) rawIdle(n int) (float64, error) {
 	var next, started atomic.Int64
 	stop := e.prog.every(func() string { return fmt.Sprintf("idle: raw shells: %d of %d", started.Load(), n) })
 	defer stop()
-	var wg sync.WaitGroup
-	errs := make(chan error, idleWorkers)
+	var g errgroup.Group
 	for range idleWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= n {
-					return
+					return nil
 				}
 				p, err := startRaw(e.pty, e.shell, "")
 				if err != nil {
-					errs <- err
-					return
+					return err
 				}
 				procs[i] = p
 				first := make(chan struct{})
@@ -318,17 +309,14 @@ func (e *env) rawIdle(n int) (float64, error) {
 					select {
 					case <-first:
 					case <-time.After(e.cfg.WaitTimeout):
-						errs <- fmt.Errorf("raw: a shell printed no prompt within %v", e.cfg.WaitTimeout)
-						return
+						return fmt.Errorf("raw: a shell printed no prompt within %v", e.cfg.WaitTimeout)
 					}
 				}
 				started.Add(1)
 			}
-		}()
+		})
 	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	if err := g.Wait(); err != nil {
 		return 0, err
 	}
 	if !ok {
