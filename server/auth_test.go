@@ -18,7 +18,7 @@ import (
 
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/auth"
-	"github.com/termhost/termhost/client"
+	"github.com/termhost/termhost/internal/client"
 	"github.com/termhost/termhost/messages"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/termhost/termhost/client"
+	"github.com/termhost/termhost/internal/client"
 	"github.com/termhost/termhost/messages"
 )
 

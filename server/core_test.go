@@ -11,7 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/termhost/termhost/client"
+	"github.com/termhost/termhost/internal/client"
 	"github.com/termhost/termhost/messages"
 )
 

@@ -15,7 +15,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/termhost/termhost/client"
+	"github.com/termhost/termhost/internal/client"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/persistence"
 )

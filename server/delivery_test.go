@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/termhost/termhost/client"
+	"github.com/termhost/termhost/internal/client"
 	"github.com/termhost/termhost/messages"
 )
 

@@ -23,7 +23,7 @@ import (
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/auth"
-	"github.com/termhost/termhost/client"
+	"github.com/termhost/termhost/internal/client"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/server"
 )

@@ -15,7 +15,7 @@ import (
 
 	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/auth"
-	"github.com/termhost/termhost/client"
+	"github.com/termhost/termhost/internal/client"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/persistence"
 	"github.com/termhost/termhost/pty"

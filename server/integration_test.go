@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/termhost/termhost/actors/terminal"
-	"github.com/termhost/termhost/client"
+	"github.com/termhost/termhost/internal/client"
 	"github.com/termhost/termhost/messages"
 )
 

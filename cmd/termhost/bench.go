@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/termhost/termhost/bench"
+	"github.com/termhost/termhost/internal/bench"
 )
 
 // benchCmd is `termhost bench`: the scenarios of package bench against a running host

@@ -14,7 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/coder/websocket"
-	"github.com/termhost/termhost/client"
+
+	"github.com/termhost/termhost/internal/client"
 	"github.com/termhost/termhost/messages"
 )
 
