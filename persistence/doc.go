@@ -39,7 +39,9 @@
 // file, and the folder is fsynced so that the rename itself survives a crash. A reader
 // therefore sees either the old file or the new one, never part of one; a crash leaves at
 // worst a temporary file, which every read ignores and Open removes once it is a minute
-// old. A folder the store creates is fsynced into its parent the same way.
+// old. A folder the store creates is fsynced into its parent the same way. The one
+// helper that does this, WriteFileAtomic, is the whole host's: the users file and the
+// shell integration scripts are written through it too.
 //
 // Writes that depend on each other are made in the order a crash cannot make wrong,
 // each durable before the next begins: KeepTurn writes a turn's output, then the
