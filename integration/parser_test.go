@@ -459,3 +459,28 @@ func BenchmarkParserMarks(b *testing.B) {
 		p.Feed(benchMarks)
 	}
 }
+
+// BenchmarkParserFlood feeds 64 KiB chunks, the size of a pseudoterminal read during
+// a flood: `ls -l --color` output, and the same with a command's marks every 4 KiB.
+func BenchmarkParserFlood(b *testing.B) {
+	var ls strings.Builder
+	for i := 0; ls.Len() < 64<<10; i++ {
+		fmt.Fprintf(&ls, "-rw-r--r--  1 user user %6d Jan %2d 12:%02d \x1b[01;34mfile-name-%d.go\x1b[0m\r\n", i*37%100000, i%28+1, i%60, i)
+	}
+	lscolor := ls.String()[:64<<10]
+	var mk strings.Builder
+	for mk.Len() < 64<<10 {
+		mk.WriteString(lscolor[:4<<10])
+		mk.WriteString("\x1b]633;D;0\x07\x1b]633;A\x07$ \x1b]633;B\x07\x1b]633;E;ls -l;0123456789abcdef\x07\x1b]633;C\x07")
+	}
+	for _, bc := range []struct{ name, in string }{{"lscolor", lscolor}, {"marks", mk.String()}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(bc.in)))
+			var p Parser
+			for b.Loop() {
+				p.Feed(bc.in)
+			}
+		})
+	}
+}
