@@ -1,23 +1,13 @@
 package messages
 
-import (
-	"encoding/json"
-	"math"
-)
+import "encoding/json"
 
 // Chat and session reducers (PROTOCOL.md 8; actions.schema.json Chat*Action and
 // Session*Action; state.schema.json ChatState, SessionState).
 //
-// They work on decoded JSON rather than on structs: the chat surface is large and
-// still moving between protocol versions, and a field this package does not model
-// (a 1.x addition on a tool call, a provider's _meta) must survive every fold rather
-// than be lost to a struct that has no place for it.
-//
-// States and actions are generic JSON values: map[string]any, []any, string, bool,
-// float64 or json.Number, nil, as encoding/json decodes them. A reducer copies every
-// part of an action it keeps, so the state never shares a mutable value with the
-// action; a value of any other Go type inside an action is turned into its generic
-// JSON form on the way in. A state must hold only generic values.
+// The host builds the actions it sends from the typed values of chat_actions.go and
+// session_actions.go; the reducers fold them, and the clients' own, as decoded JSON:
+// see ChatState for why the state stays JSON.
 //
 // The rules are the reference reducer's (upstream types/channels-chat/reducer.ts and
 // channels-session/reducer.ts), with these choices where it was silent or moved on:
@@ -41,266 +31,253 @@ import (
 //     one, and every tool-call action changes nothing unless the call is in a state
 //     the action may leave.
 
-// ReduceChat folds one chat action into a chat state, both decoded JSON objects
-// (map[string]any as encoding/json decodes them), in place. Unknown action types
-// change nothing.
-func ReduceChat(state map[string]any, action map[string]any) {
+// ChatState is the state of a chat channel (state.schema.json ChatState) as decoded
+// JSON: map[string]any, []any, string, bool, float64 or json.Number, nil, as
+// encoding/json decodes them.
+//
+// It stays JSON rather than a struct because the chat carries what clients send and
+// the host does not model: a message's attachments, model, agent or a provider's
+// _meta, a 1.x addition on a tool call. Every one of them must survive every fold and
+// come back in a snapshot, which a struct with no place for them would lose; and the
+// chat surface still moves between protocol versions. Its methods are the questions
+// the host asks of it.
+type ChatState map[string]any
+
+// NewChatState is an idle chat with no turns.
+func NewChatState(resource, title, modifiedAt string) ChatState {
+	return ChatState{
+		"resource":   resource,
+		"title":      title,
+		"status":     float64(SessionStatusIdle),
+		"modifiedAt": modifiedAt,
+		"turns":      []any{},
+	}
+}
+
+// Apply folds an action the host built into the chat and returns its JSON, as it goes
+// on the wire.
+func (s ChatState) Apply(a ChatAction) (json.RawMessage, error) {
+	raw, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	var generic map[string]any
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		return nil, err
+	}
+	ReduceChat(s, generic)
+	return raw, nil
+}
+
+// SetModifiedAt dates the chat's last change (an ISO 8601 time).
+func (s ChatState) SetModifiedAt(at string) { s["modifiedAt"] = at }
+
+// ActiveTurnID is the id of the turn running now, or "".
+func (s ChatState) ActiveTurnID() string { return object(s).obj("activeTurn").str("id") }
+
+// FirstQueued is the queued message next in line, if any.
+func (s ChatState) FirstQueued() (id string, msg Message, ok bool) {
+	queued := object(s).list("queuedMessages")
+	if len(queued) == 0 {
+		return "", nil, false
+	}
+	first := asObject(queued[0])
+	return first.str("id"), Message(first.obj("message")), true
+}
+
+// AppendTurn adds a finished turn after the others, as the host rebuilds one it kept.
+func (s ChatState) AppendTurn(t Turn) {
+	object(s)["turns"] = append([]any(object(s).list("turns")), cloneJSON(t))
+}
+
+// TerminalContent is the terminal block naming uri in the newest tool call with the
+// id toolCallID, among the chat's turns and its active turn.
+func (s ChatState) TerminalContent(toolCallID, uri string) (TerminalContent, bool) {
+	st := object(s)
+	turns := append(list(nil), st.list("turns")...)
+	if at := st.obj("activeTurn"); at != nil {
+		turns = append(turns, map[string]any(at))
+	}
+	var found object
+	for _, t := range turns {
+		for _, p := range asObject(t).list("responseParts") {
+			tc := asObject(p).obj("toolCall")
+			if tc == nil || tc.str("toolCallId") != toolCallID {
+				continue
+			}
+			for _, b := range tc.list("content") {
+				if block := asObject(b); block.str("type") == ContentTerminal && block.str("resource") == uri {
+					found = block
+				}
+			}
+		}
+	}
+	if found == nil {
+		return TerminalContent{}, false
+	}
+	var tc TerminalContent
+	raw, err := json.Marshal(found)
+	if err != nil || json.Unmarshal(raw, &tc) != nil {
+		return TerminalContent{}, false
+	}
+	return tc, true
+}
+
+// Clone is a deep copy, for a snapshot encoded while the chat goes on changing.
+func (s ChatState) Clone() ChatState {
+	c, _ := cloneJSON(s).(map[string]any)
+	return c
+}
+
+// Turn states (state.schema.json TurnState).
+const (
+	TurnStateComplete  = "complete"
+	TurnStateCancelled = "cancelled"
+	TurnStateError     = "error"
+)
+
+// Tool call statuses (state.schema.json ToolCallStatus).
+const (
+	callStreaming                 = "streaming"
+	callPendingConfirmation       = "pending-confirmation"
+	callRunning                   = "running"
+	callAuthRequired              = "auth-required"
+	callPendingResultConfirmation = "pending-result-confirmation"
+	callCompleted                 = "completed"
+	callCancelled                 = "cancelled"
+)
+
+// ReduceChat folds one chat action, decoded JSON, into a chat state in place. Unknown
+// action types change nothing. The state keeps copies of what it takes from the
+// action; a value of another Go type inside it is stored in its generic JSON form.
+func ReduceChat(state ChatState, action map[string]any) {
 	if state == nil || action == nil {
 		return
 	}
-	a := crOwn(action)
-	switch crStr(a["type"]) {
+	a := ownAction(action)
+	s := state
+	switch a.str("type") {
 	// Turn lifecycle.
-	case "chat/turnStarted":
-		crTurnStarted(state, a)
-	case "chat/turnComplete":
-		crEndTurn(state, a, "complete", nil)
-	case "chat/turnCancelled":
-		crEndTurn(state, a, "cancelled", nil)
-	case "chat/error":
-		crEndTurn(state, a, "error", crErrorInfo(a))
+	case ChatTurnStarted:
+		s.turnStarted(a)
+	case ChatTurnComplete:
+		s.endTurn(a, TurnStateComplete, nil)
+	case ChatTurnCancelled:
+		s.endTurn(a, TurnStateCancelled, nil)
+	case ChatError:
+		s.endTurn(a, TurnStateError, errorInfoOf(a))
 
 	// Streaming content of the active turn.
-	case "chat/responsePart":
-		if at := crActiveTurn(state, a); at != nil && a["part"] != nil {
-			at["responseParts"] = append(crList(at["responseParts"]), a["part"])
+	case ChatResponsePart:
+		if at := s.activeTurn(a); at != nil && a["part"] != nil {
+			at["responseParts"] = append([]any(at.list("responseParts")), a["part"])
 		}
-	case "chat/delta":
-		crAppendToPart(state, a, "markdown")
-	case "chat/reasoning":
-		crAppendToPart(state, a, "reasoning")
-	case "chat/usage":
-		if at := crActiveTurn(state, a); at != nil {
-			crSet(at, "usage", a["usage"])
+	case ChatDelta:
+		s.appendToPart(a, "markdown")
+	case ChatReasoning:
+		s.appendToPart(a, "reasoning")
+	case ChatUsage:
+		if at := s.activeTurn(a); at != nil {
+			at.set("usage", a["usage"])
 		}
 
 	// Tool calls.
-	case "chat/toolCallStart":
-		crToolCallStart(state, a)
-	case "chat/toolCallDelta":
-		crUpdateToolCall(state, a, crToolCallDelta)
-	case "chat/toolCallReady":
-		if crUpdateToolCall(state, a, crToolCallReady) {
-			crRefreshStatus(state, false, false)
-		}
-	case "chat/toolCallConfirmed":
-		if crUpdateToolCall(state, a, crToolCallConfirmed) {
-			crRefreshStatus(state, false, false)
-		}
-	case "chat/toolCallContentChanged":
-		crUpdateToolCall(state, a, crToolCallContentChanged)
-	case "chat/toolCallComplete":
-		if crUpdateToolCall(state, a, crToolCallComplete) {
-			crRefreshStatus(state, false, false)
-		}
-	case "chat/toolCallResultConfirmed":
-		if crUpdateToolCall(state, a, crToolCallResultConfirmed) {
-			crRefreshStatus(state, false, false)
-		}
-	case "chat/toolCallAuthRequired":
-		if crUpdateToolCall(state, a, crToolCallAuthRequired) {
-			crRefreshStatus(state, false, false)
-		}
-	case "chat/toolCallAuthResolved":
-		if crUpdateToolCall(state, a, crToolCallAuthResolved) {
-			crRefreshStatus(state, false, false)
-		}
+	case ChatToolCallStart:
+		s.toolCallStart(a)
+	case ChatToolCallDelta:
+		s.updateToolCall(a, toolCall.delta)
+	case ChatToolCallReady:
+		s.moveToolCall(a, toolCall.ready)
+	case ChatToolCallConfirmed:
+		s.moveToolCall(a, toolCall.confirmed)
+	case ChatToolCallContentChanged:
+		s.updateToolCall(a, toolCall.contentChanged)
+	case ChatToolCallComplete:
+		s.moveToolCall(a, toolCall.complete)
+	case ChatToolCallResultConfirmed:
+		s.moveToolCall(a, toolCall.resultConfirmed)
+	case ChatToolCallAuthRequired:
+		s.moveToolCall(a, toolCall.authRequired)
+	case ChatToolCallAuthResolved:
+		s.moveToolCall(a, toolCall.authResolved)
 
 	// Pending messages.
-	case "chat/pendingMessageSet":
-		crPendingMessageSet(state, a)
-	case "chat/pendingMessageRemoved":
-		crPendingMessageRemoved(state, crStr(a["kind"]), crStr(a["id"]))
-	case "chat/queuedMessagesReordered":
-		crQueuedMessagesReordered(state, a)
+	case ChatPendingMessageSet:
+		s.pendingMessageSet(a)
+	case ChatPendingMessageRemoved:
+		s.pendingMessageRemoved(a.str("kind"), a.str("id"))
+	case ChatQueuedMessagesReordered:
+		s.queuedMessagesReordered(a)
 
 	// Chat-wide fields.
-	case "chat/activityChanged":
-		crSet(state, "activity", a["activity"])
-	case "chat/draftChanged":
-		crSet(state, "draft", a["draft"])
-	case "chat/workingDirectorySet":
-		crSetMember(state, "workingDirectories", a["directory"])
-	case "chat/workingDirectoryRemoved":
-		crRemoveMember(state, "workingDirectories", a["directory"])
+	case ChatActivityChanged:
+		object(s).set("activity", a["activity"])
+	case ChatDraftChanged:
+		object(s).set("draft", a["draft"])
+	case ChatWorkingDirectorySet:
+		object(s).addMember("workingDirectories", a["directory"])
+	case ChatWorkingDirectoryRemoved:
+		object(s).removeMember("workingDirectories", a["directory"])
 	}
 }
-
-// ReduceSession folds one session action into a session state, both decoded JSON
-// objects, in place. Unknown action types change nothing.
-func ReduceSession(state map[string]any, action map[string]any) {
-	if state == nil || action == nil {
-		return
-	}
-	a := crOwn(action)
-	switch crStr(a["type"]) {
-	case "session/chatAdded":
-		// Upsert by summary.resource.
-		summary := crObj(a["summary"])
-		if summary == nil {
-			return
-		}
-		chats := crList(state["chats"])
-		if i := crIndexBy(chats, "resource", summary["resource"]); i >= 0 {
-			chats[i] = summary
-		} else {
-			chats = append(chats, summary)
-		}
-		state["chats"] = chats
-	case "session/chatRemoved":
-		chats := crList(state["chats"])
-		i := crIndexBy(chats, "resource", a["chat"])
-		if i < 0 {
-			return
-		}
-		state["chats"] = crRemoveAt(chats, i)
-		if crEqualString(state["defaultChat"], a["chat"]) {
-			delete(state, "defaultChat")
-		}
-	case "session/chatUpdated":
-		chats := crList(state["chats"])
-		i := crIndexBy(chats, "resource", a["chat"])
-		if i < 0 {
-			return
-		}
-		entry := crObj(chats[i])
-		for k, v := range crObj(a["changes"]) {
-			if k == "resource" { // identity never changes; senders must omit it
-				continue
-			}
-			crSet(entry, k, v)
-		}
-	case "session/defaultChatChanged":
-		crSet(state, "defaultChat", a["defaultChat"])
-	case "session/titleChanged":
-		if title, ok := a["title"].(string); ok {
-			state["title"] = title
-		}
-	case "session/workingDirectorySet":
-		crSetMember(state, "workingDirectories", a["directory"])
-	case "session/workingDirectoryRemoved":
-		crRemoveMember(state, "workingDirectories", a["directory"])
-	case "session/ready":
-		state["lifecycle"] = "ready"
-	case "session/creationFailed":
-		state["lifecycle"] = "creationFailed"
-		crSet(state, "creationError", a["error"])
-	case "session/activityChanged":
-		crSet(state, "activity", a["activity"])
-	case "session/isReadChanged":
-		crSetStatusFlag(state, crStatusIsRead, a["isRead"] == true)
-	case "session/isArchivedChanged":
-		crSetStatusFlag(state, crStatusIsArchived, a["isArchived"] == true)
-	case "session/metaChanged":
-		crSet(state, "_meta", a["_meta"])
-	case "session/serverToolsChanged":
-		crSet(state, "serverTools", a["tools"])
-	case "session/activeClientSet":
-		// Upsert by activeClient.clientId.
-		client := crObj(a["activeClient"])
-		if client == nil {
-			return
-		}
-		clients := crList(state["activeClients"])
-		if i := crIndexBy(clients, "clientId", client["clientId"]); i >= 0 {
-			clients[i] = client
-		} else {
-			clients = append(clients, client)
-		}
-		state["activeClients"] = clients
-	case "session/activeClientRemoved":
-		clients := crList(state["activeClients"])
-		if i := crIndexBy(clients, "clientId", a["clientId"]); i >= 0 {
-			state["activeClients"] = crRemoveAt(clients, i)
-		}
-	case "session/configChanged":
-		// As root/configChanged: nothing without a config to change.
-		config := crObj(state["config"])
-		changes := crObj(a["config"])
-		if config == nil || changes == nil {
-			return
-		}
-		values := map[string]any{}
-		if a["replace"] != true {
-			for k, v := range crObj(config["values"]) {
-				values[k] = v
-			}
-		}
-		for k, v := range changes {
-			values[k] = v
-		}
-		config["values"] = values
-	}
-}
-
-// SessionStatus bits (state.schema.json SessionStatus; upstream channels-session/state.ts).
-const (
-	crStatusIdle        = 1
-	crStatusError       = 1 << 1
-	crStatusInProgress  = 1 << 3
-	crStatusInputNeeded = 1<<3 | 1<<4
-	crStatusIsRead      = 1 << 5
-	crStatusIsArchived  = 1 << 6
-	// crStatusActivityMask covers the mutually exclusive activity bits 0 to 4.
-	crStatusActivityMask = 1<<5 - 1
-)
 
 // Turn lifecycle.
 
-func crTurnStarted(state, a map[string]any) {
+func (s ChatState) turnStarted(a object) {
 	turnID, ok := a["turnId"].(string)
 	if !ok {
 		return
 	}
-	if at := crObj(state["activeTurn"]); at != nil && crEqualString(at["id"], turnID) {
+	st := object(s)
+	if at := st.obj("activeTurn"); at != nil && sameString(at["id"], turnID) {
 		return
 	}
-	if crIndexBy(crList(state["turns"]), "id", turnID) >= 0 {
+	if st.list("turns").indexBy("id", turnID) >= 0 {
 		return
 	}
-	turn := map[string]any{"id": turnID, "responseParts": []any{}}
-	crPut(turn, "startedAt", a["startedAt"])
-	crPut(turn, "message", a["message"])
-	state["activeTurn"] = turn
-	crRefreshStatus(state, false, true)
+	turn := object{"id": turnID, "responseParts": []any{}}
+	turn.put("startedAt", a["startedAt"])
+	turn.put("message", a["message"])
+	st["activeTurn"] = map[string]any(turn)
+	s.refreshStatus(false, true)
 
 	// A turn started from a pending message consumes it.
 	if id, ok := a["queuedMessageId"].(string); ok && id != "" {
-		if steering := crObj(state["steeringMessage"]); steering != nil && crEqualString(steering["id"], id) {
-			delete(state, "steeringMessage")
+		if steering := st.obj("steeringMessage"); steering != nil && sameString(steering["id"], id) {
+			delete(st, "steeringMessage")
 		}
-		crRemoveQueued(state, id)
+		s.removeQueued(id)
 	}
 }
 
-// crEndTurn moves the active turn named by the action into turns with the given
-// state. Tool calls that have not finished are cancelled with reason "skipped".
-func crEndTurn(state, a map[string]any, turnState string, errInfo map[string]any) {
-	at := crActiveTurn(state, a)
+// endTurn moves the active turn named by the action into turns with the given state.
+// Tool calls that have not finished are cancelled with reason "skipped".
+func (s ChatState) endTurn(a object, turnState string, errInfo object) {
+	at := s.activeTurn(a)
 	if at == nil {
 		return
 	}
-	parts := crList(at["responseParts"])
+	parts := at.list("responseParts")
 	finished := make([]any, len(parts))
 	for i, p := range parts {
 		finished[i] = p
-		part := crObj(p)
-		if crStr(part["kind"]) != "toolCall" {
+		part := asObject(p)
+		if part.str("kind") != "toolCall" {
 			continue
 		}
-		tc := crObj(part["toolCall"])
-		switch crStr(tc["status"]) {
-		case "completed", "cancelled":
+		tc := toolCall(part.obj("toolCall"))
+		switch tc.status() {
+		case callCompleted, callCancelled:
 			continue
 		}
-		finished[i] = map[string]any{"kind": "toolCall", "toolCall": crSkipped(tc)}
+		finished[i] = map[string]any{"kind": "toolCall", "toolCall": map[string]any(tc.skipped())}
 	}
 
 	// The active turn becomes the Turn; fields neither shape names survive.
 	turn := at
 	turn["responseParts"] = finished
 	turn["state"] = turnState
-	if d, ok := crNum(a["duration"]); ok {
+	if d, ok := asNumber(a["duration"]); ok {
 		// The duration is the producer's and opaque; the reference clamps a negative one.
 		if d < 0 {
 			turn["duration"] = float64(0)
@@ -308,78 +285,52 @@ func crEndTurn(state, a map[string]any, turnState string, errInfo map[string]any
 			turn["duration"] = a["duration"]
 		}
 	}
-	crSet(turn, "error", crAny(errInfo))
-	state["turns"] = append(crList(state["turns"]), turn)
-	delete(state, "activeTurn")
-	crRefreshStatus(state, turnState == "error", false)
+	turn.set("error", errInfo)
+	st := object(s)
+	st["turns"] = append([]any(st.list("turns")), map[string]any(turn))
+	delete(st, "activeTurn")
+	s.refreshStatus(turnState == TurnStateError, false)
 }
 
-// crAny keeps a nil map a nil interface.
-func crAny(m map[string]any) any {
-	if m == nil {
-		return nil
+// errorInfoOf is the ErrorInfo of a chat/error: `part.error` (1.x) or `error` (<=0.8).
+func errorInfoOf(a object) object {
+	if e := a.obj("part").obj("error"); e != nil {
+		return e
 	}
-	return m
+	return a.obj("error")
 }
 
-// crErrorInfo is the ErrorInfo of a chat/error: `part.error` (1.x) or `error` (<=0.8).
-func crErrorInfo(a map[string]any) map[string]any {
-	if part := crObj(a["part"]); part != nil {
-		if e := crObj(part["error"]); e != nil {
-			return e
-		}
-	}
-	return crObj(a["error"])
-}
-
-// crSkipped is a tool call that had not finished when its turn ended.
-func crSkipped(tc map[string]any) map[string]any {
-	out := crBase(tc, nil)
-	msg := tc["invocationMessage"]
-	if crStr(tc["status"]) == "streaming" {
-		if msg == nil {
-			msg = "" // a cancelled call requires one; a streaming call may not have one yet
-		}
-	} else {
-		crPut(out, "toolInput", tc["toolInput"])
-	}
-	crPut(out, "invocationMessage", msg)
-	out["reason"] = "skipped"
-	out["status"] = "cancelled"
-	return out
-}
-
-// crActiveTurn is the active turn when the action's turnId names it, else nil.
-func crActiveTurn(state, a map[string]any) map[string]any {
-	at := crObj(state["activeTurn"])
+// activeTurn is the active turn when the action's turnId names it, else nil.
+func (s ChatState) activeTurn(a object) object {
+	at := object(s).obj("activeTurn")
 	if at == nil {
 		return nil
 	}
 	turnID, ok := a["turnId"].(string)
-	if !ok || !crEqualString(at["id"], turnID) {
+	if !ok || !sameString(at["id"], turnID) {
 		return nil
 	}
 	return at
 }
 
-// crAppendToPart appends a chat/delta's or chat/reasoning's content to the part of
-// the given kind whose id is partId.
-func crAppendToPart(state, a map[string]any, kind string) {
-	at := crActiveTurn(state, a)
+// appendToPart appends a chat/delta's or chat/reasoning's content to the part of the
+// given kind whose id is partId.
+func (s ChatState) appendToPart(a object, kind string) {
+	at := s.activeTurn(a)
 	content, ok := a["content"].(string)
 	if at == nil || !ok {
 		return
 	}
-	for _, p := range crList(at["responseParts"]) {
-		part := crObj(p)
+	for _, p := range at.list("responseParts") {
+		part := asObject(p)
 		id := part["id"]
-		if crStr(part["kind"]) == "toolCall" {
-			id = crObj(part["toolCall"])["toolCallId"]
+		if part.str("kind") == "toolCall" {
+			id = part.obj("toolCall")["toolCallId"]
 		}
-		if crEqualString(id, a["partId"]) {
+		if sameString(id, a["partId"]) {
 			// The first part with that id is the target, whatever its kind.
-			if crStr(part["kind"]) == kind {
-				part["content"] = crStr(part["content"]) + content
+			if part.str("kind") == kind {
+				part["content"] = part.str("content") + content
 			}
 			return
 		}
@@ -388,93 +339,135 @@ func crAppendToPart(state, a map[string]any, kind string) {
 
 // Tool calls.
 
-func crToolCallStart(state, a map[string]any) {
-	at := crActiveTurn(state, a)
+func (s ChatState) toolCallStart(a object) {
+	at := s.activeTurn(a)
 	if at == nil {
 		return
 	}
-	tc := map[string]any{"status": "streaming"}
-	for _, k := range []string{"toolCallId", "toolName", "displayName", "intention", "contributor", "_meta"} {
-		crPut(tc, k, a[k])
+	tc := object{"status": callStreaming}
+	for _, k := range toolCallBaseKeys {
+		tc.put(k, a[k])
 	}
-	at["responseParts"] = append(crList(at["responseParts"]), map[string]any{"kind": "toolCall", "toolCall": tc})
+	at["responseParts"] = append([]any(at.list("responseParts")), map[string]any{"kind": "toolCall", "toolCall": map[string]any(tc)})
 }
 
-// crUpdateToolCall replaces the tool call the action names (turnId, toolCallId) in
-// the active turn with what update returns from it and the action; update returns
-// nil to leave it as it is. It reports whether the call changed.
-func crUpdateToolCall(state, a map[string]any, update func(tc, a map[string]any) map[string]any) bool {
-	at := crActiveTurn(state, a)
+// updateToolCall replaces the tool call the action names (turnId, toolCallId) in the
+// active turn with what update returns from it and the action; update returns nil to
+// leave it as it is. It reports whether the call changed.
+func (s ChatState) updateToolCall(a object, update func(tc toolCall, a object) toolCall) bool {
+	at := s.activeTurn(a)
 	id, ok := a["toolCallId"].(string)
 	if at == nil || !ok {
 		return false
 	}
-	for _, p := range crList(at["responseParts"]) {
-		part := crObj(p)
-		if crStr(part["kind"]) != "toolCall" {
+	for _, p := range at.list("responseParts") {
+		part := asObject(p)
+		if part.str("kind") != "toolCall" {
 			continue
 		}
-		tc := crObj(part["toolCall"])
-		if tc == nil || !crEqualString(tc["toolCallId"], id) {
+		tc := toolCall(part.obj("toolCall"))
+		if tc == nil || !sameString(tc["toolCallId"], id) {
 			continue
 		}
 		next := update(tc, a)
 		if next == nil {
 			return false
 		}
-		part["toolCall"] = next
+		part["toolCall"] = map[string]any(next)
 		return true
 	}
 	return false
 }
 
-// crBase is the part every tool-call state has: id, names, intention, contributor
-// and _meta, the action's _meta replacing the call's when it has one.
-func crBase(tc, a map[string]any) map[string]any {
-	out := make(map[string]any, 12)
-	for _, k := range []string{"toolCallId", "toolName", "displayName", "intention", "contributor", "_meta"} {
-		crPut(out, k, tc[k])
+// moveToolCall is updateToolCall for an action that may move the call into or out of
+// a state that waits on someone, so the chat's status follows.
+func (s ChatState) moveToolCall(a object, update func(tc toolCall, a object) toolCall) {
+	if s.updateToolCall(a, update) {
+		s.refreshStatus(false, false)
 	}
+}
+
+// toolCall is one tool call's state (state.schema.json ToolCallState) as decoded
+// JSON. Its methods are the transitions the tool-call actions make: each returns the
+// call's next state, or nil when the action does not apply to the call as it is.
+type toolCall map[string]any
+
+// toolCallBaseKeys are the fields every tool-call state has.
+var toolCallBaseKeys = []string{"toolCallId", "toolName", "displayName", "intention", "contributor", "_meta"}
+
+func (tc toolCall) status() string { return asString(tc["status"]) }
+
+// copyFrom copies the named fields of another state of the call.
+func (tc toolCall) copyFrom(from toolCall, keys ...string) {
+	for _, k := range keys {
+		object(tc).put(k, from[k])
+	}
+}
+
+// base is the part every tool-call state has: id, names, intention, contributor and
+// _meta, the action's _meta replacing the call's when it has one.
+func (tc toolCall) base(a object) toolCall {
+	out := make(toolCall, 12)
+	out.copyFrom(tc, toolCallBaseKeys...)
 	if a != nil {
-		crPut(out, "_meta", a["_meta"])
+		object(out).put("_meta", a["_meta"])
 	}
 	return out
 }
 
-func crToolCallDelta(tc, a map[string]any) map[string]any {
-	if crStr(tc["status"]) != "streaming" {
+// skipped is the call cancelled because its turn ended before it finished.
+func (tc toolCall) skipped() toolCall {
+	out := tc.base(nil)
+	msg := tc["invocationMessage"]
+	if tc.status() == callStreaming {
+		if msg == nil {
+			msg = "" // a cancelled call requires one; a streaming call may not have one yet
+		}
+	} else {
+		out.copyFrom(tc, "toolInput")
+	}
+	object(out).put("invocationMessage", msg)
+	out["reason"] = "skipped"
+	out["status"] = callCancelled
+	return out
+}
+
+// delta: a streaming call gathers its partial input.
+func (tc toolCall) delta(a object) toolCall {
+	if tc.status() != callStreaming {
 		return nil
 	}
-	crPut(tc, "_meta", a["_meta"])
+	object(tc).put("_meta", a["_meta"])
 	if content, ok := a["content"].(string); ok {
-		tc["partialInput"] = crStr(tc["partialInput"]) + content
+		tc["partialInput"] = asString(tc["partialInput"]) + content
 	}
-	crPut(tc, "invocationMessage", a["invocationMessage"])
+	object(tc).put("invocationMessage", a["invocationMessage"])
 	return tc
 }
 
-// crToolCallReady: streaming, running (a confirmation needed mid-run) or
-// pending-confirmation (updated) become running when the action says how the call was
-// confirmed, else pending-confirmation.
-func crToolCallReady(tc, a map[string]any) map[string]any {
-	status := crStr(tc["status"])
-	if status != "streaming" && status != "running" && status != "pending-confirmation" {
+// ready: streaming, running (a confirmation needed mid-run) or pending-confirmation
+// (updated) become running when the action says how the call was confirmed, else
+// pending-confirmation.
+func (tc toolCall) ready(a object) toolCall {
+	status := tc.status()
+	if status != callStreaming && status != callRunning && status != callPendingConfirmation {
 		return nil
 	}
-	out := crBase(tc, a)
+	out := tc.base(a)
+	o := object(out)
 	// The final intention and contributor replace the provisional ones of toolCallStart.
-	crPut(out, "intention", a["intention"])
-	crPut(out, "contributor", a["contributor"])
-	crPut(out, "invocationMessage", a["invocationMessage"])
-	if crStr(a["confirmed"]) != "" {
-		crPut(out, "toolInput", a["toolInput"])
+	o.put("intention", a["intention"])
+	o.put("contributor", a["contributor"])
+	o.put("invocationMessage", a["invocationMessage"])
+	if a.str("confirmed") != "" {
+		o.put("toolInput", a["toolInput"])
 		out["confirmed"] = a["confirmed"]
-		out["status"] = "running"
+		out["status"] = callRunning
 		return out
 	}
 	// Sent again while pending, the action updates what it carries and keeps the rest.
-	var pending map[string]any
-	if status == "pending-confirmation" {
+	var pending toolCall
+	if status == callPendingConfirmation {
 		pending = tc
 	}
 	for _, k := range []string{"toolInput", "confirmationTitle", "riskAssessment", "edits", "editable", "options"} {
@@ -482,25 +475,26 @@ func crToolCallReady(tc, a map[string]any) map[string]any {
 		if v == nil && pending != nil {
 			v = pending[k]
 		}
-		crPut(out, k, v)
+		o.put(k, v)
 	}
-	out["status"] = "pending-confirmation"
+	out["status"] = callPendingConfirmation
 	return out
 }
 
-// crToolCallConfirmed: pending-confirmation becomes running when approved, else
-// cancelled with the action's reason. selectedOptionId is resolved from the call's
-// options.
-func crToolCallConfirmed(tc, a map[string]any) map[string]any {
-	if crStr(tc["status"]) != "pending-confirmation" {
+// confirmed: pending-confirmation becomes running when approved, else cancelled with
+// the action's reason. selectedOptionId is resolved from the call's options.
+func (tc toolCall) confirmed(a object) toolCall {
+	if tc.status() != callPendingConfirmation {
 		return nil
 	}
-	out := crBase(tc, a)
-	crPut(out, "invocationMessage", tc["invocationMessage"])
+	out := tc.base(a)
+	o := object(out)
+	out.copyFrom(tc, "invocationMessage")
 	var selected any
-	if id := crStr(a["selectedOptionId"]); id != "" {
-		if i := crIndexBy(crList(tc["options"]), "id", id); i >= 0 {
-			selected = crClone(crList(tc["options"])[i])
+	if id := a.str("selectedOptionId"); id != "" {
+		options := object(tc).list("options")
+		if i := options.indexBy("id", id); i >= 0 {
+			selected = cloneJSON(options[i])
 		}
 	}
 	if a["approved"] == true {
@@ -508,182 +502,171 @@ func crToolCallConfirmed(tc, a map[string]any) map[string]any {
 		if input == nil {
 			input = tc["toolInput"]
 		}
-		crPut(out, "toolInput", input)
-		crPut(out, "confirmed", a["confirmed"])
-		crPut(out, "selectedOption", selected)
-		out["status"] = "running"
+		o.put("toolInput", input)
+		o.put("confirmed", a["confirmed"])
+		o.put("selectedOption", selected)
+		out["status"] = callRunning
 		return out
 	}
-	crPut(out, "toolInput", tc["toolInput"])
-	crPut(out, "reason", a["reason"])
-	crPut(out, "reasonMessage", a["reasonMessage"])
-	crPut(out, "userSuggestion", a["userSuggestion"])
-	crPut(out, "selectedOption", selected)
-	out["status"] = "cancelled"
+	out.copyFrom(tc, "toolInput")
+	o.put("reason", a["reason"])
+	o.put("reasonMessage", a["reasonMessage"])
+	o.put("userSuggestion", a["userSuggestion"])
+	o.put("selectedOption", selected)
+	out["status"] = callCancelled
 	return out
 }
 
-func crToolCallContentChanged(tc, a map[string]any) map[string]any {
-	if crStr(tc["status"]) != "running" {
+// contentChanged: a running call's content is replaced.
+func (tc toolCall) contentChanged(a object) toolCall {
+	if tc.status() != callRunning {
 		return nil
 	}
-	crPut(tc, "_meta", a["_meta"])
-	crSet(tc, "content", a["content"])
+	object(tc).put("_meta", a["_meta"])
+	object(tc).set("content", a["content"])
 	return tc
 }
 
-// crToolCallComplete: running, pending-confirmation (completed without asking) or
+// complete: running, pending-confirmation (completed without asking) or
 // auth-required (only with a failed result: a client cancelling instead of
 // authenticating) become completed, or pending-result-confirmation when the action
 // asks for it. The result's fields are spread over the call.
-func crToolCallComplete(tc, a map[string]any) map[string]any {
-	status := crStr(tc["status"])
-	result := crObj(a["result"])
+func (tc toolCall) complete(a object) toolCall {
+	status := tc.status()
+	result := a.obj("result")
 	if result == nil {
 		return nil
 	}
 	switch status {
-	case "running", "pending-confirmation":
-	case "auth-required":
+	case callRunning, callPendingConfirmation:
+	case callAuthRequired:
 		if result["success"] == true {
 			return nil
 		}
 	default:
 		return nil
 	}
-	out := crBase(tc, a)
-	crPut(out, "invocationMessage", tc["invocationMessage"])
-	crPut(out, "toolInput", tc["toolInput"])
-	if status == "pending-confirmation" {
+	out := tc.base(a)
+	out.copyFrom(tc, "invocationMessage", "toolInput")
+	if status == callPendingConfirmation {
 		out["confirmed"] = "not-needed"
 	} else {
-		crPut(out, "confirmed", tc["confirmed"])
-		crPut(out, "selectedOption", tc["selectedOption"])
+		out.copyFrom(tc, "confirmed", "selectedOption")
 	}
-	if status == "auth-required" {
+	if status == callAuthRequired {
 		// What the call produced before it paused is all it ever produced.
-		crPut(out, "content", tc["content"])
+		out.copyFrom(tc, "content")
 	}
 	for k, v := range result {
-		crPut(out, k, v)
+		object(out).put(k, v)
 	}
-	if a["requiresResultConfirmation"] == true && status != "auth-required" {
-		out["status"] = "pending-result-confirmation"
+	if a["requiresResultConfirmation"] == true && status != callAuthRequired {
+		out["status"] = callPendingResultConfirmation
 	} else {
-		out["status"] = "completed"
+		out["status"] = callCompleted
 	}
 	return out
 }
 
-// crToolCallResultConfirmed: pending-result-confirmation becomes completed when
-// approved, else cancelled with reason "result-denied".
-func crToolCallResultConfirmed(tc, a map[string]any) map[string]any {
-	if crStr(tc["status"]) != "pending-result-confirmation" {
+// resultConfirmed: pending-result-confirmation becomes completed when approved, else
+// cancelled with reason "result-denied".
+func (tc toolCall) resultConfirmed(a object) toolCall {
+	if tc.status() != callPendingResultConfirmation {
 		return nil
 	}
-	out := crBase(tc, a)
-	crPut(out, "invocationMessage", tc["invocationMessage"])
-	crPut(out, "toolInput", tc["toolInput"])
-	crPut(out, "selectedOption", tc["selectedOption"])
+	out := tc.base(a)
+	out.copyFrom(tc, "invocationMessage", "toolInput", "selectedOption")
 	if a["approved"] == true {
-		for _, k := range []string{"confirmed", "success", "pastTenseMessage", "content", "structuredContent", "error"} {
-			crPut(out, k, tc[k])
-		}
-		out["status"] = "completed"
+		out.copyFrom(tc, "confirmed", "success", "pastTenseMessage", "content", "structuredContent", "error")
+		out["status"] = callCompleted
 		return out
 	}
 	out["reason"] = "result-denied"
-	out["status"] = "cancelled"
+	out["status"] = callCancelled
 	return out
 }
 
-// crToolCallAuthRequired: a running MCP tool call pauses for authentication.
-func crToolCallAuthRequired(tc, a map[string]any) map[string]any {
-	if crStr(tc["status"]) != "running" || crStr(crObj(tc["contributor"])["kind"]) != "mcp" {
+// authRequired: a running MCP tool call pauses for authentication.
+func (tc toolCall) authRequired(a object) toolCall {
+	if tc.status() != callRunning || object(tc).obj("contributor").str("kind") != "mcp" {
 		return nil
 	}
-	out := crBase(tc, a)
-	for _, k := range []string{"invocationMessage", "toolInput", "confirmed", "selectedOption", "content"} {
-		crPut(out, k, tc[k])
-	}
-	crPut(out, "auth", a["auth"])
-	out["status"] = "auth-required"
+	out := tc.base(a)
+	out.copyFrom(tc, "invocationMessage", "toolInput", "confirmed", "selectedOption", "content")
+	object(out).put("auth", a["auth"])
+	out["status"] = callAuthRequired
 	return out
 }
 
-// crToolCallAuthResolved: an auth-required tool call runs again.
-func crToolCallAuthResolved(tc, a map[string]any) map[string]any {
-	if crStr(tc["status"]) != "auth-required" {
+// authResolved: an auth-required tool call runs again.
+func (tc toolCall) authResolved(a object) toolCall {
+	if tc.status() != callAuthRequired {
 		return nil
 	}
-	out := crBase(tc, a)
-	for _, k := range []string{"invocationMessage", "toolInput", "confirmed", "selectedOption", "content"} {
-		crPut(out, k, tc[k])
-	}
-	out["status"] = "running"
+	out := tc.base(a)
+	out.copyFrom(tc, "invocationMessage", "toolInput", "confirmed", "selectedOption", "content")
+	out["status"] = callRunning
 	return out
 }
 
 // Pending messages.
 
-func crPendingMessageSet(state, a map[string]any) {
+func (s ChatState) pendingMessageSet(a object) {
 	id, ok := a["id"].(string)
 	if !ok {
 		return
 	}
-	entry := map[string]any{"id": id}
-	crPut(entry, "message", a["message"])
-	switch crStr(a["kind"]) {
-	case "steering":
-		state["steeringMessage"] = entry
-	case "queued":
-		queued := crList(state["queuedMessages"])
-		if i := crIndexBy(queued, "id", id); i >= 0 {
-			queued[i] = entry
-		} else {
-			queued = append(queued, entry)
-		}
-		state["queuedMessages"] = queued
+	entry := object{"id": id}
+	entry.put("message", a["message"])
+	st := object(s)
+	switch a.str("kind") {
+	case PendingSteering:
+		st["steeringMessage"] = map[string]any(entry)
+	case PendingQueued:
+		st["queuedMessages"] = []any(st.list("queuedMessages").upsertBy("id", entry))
 	}
 }
 
-func crPendingMessageRemoved(state map[string]any, kind, id string) {
+func (s ChatState) pendingMessageRemoved(kind, id string) {
 	switch kind {
-	case "steering":
-		if steering := crObj(state["steeringMessage"]); steering != nil && crEqualString(steering["id"], id) {
-			delete(state, "steeringMessage")
+	case PendingSteering:
+		st := object(s)
+		if steering := st.obj("steeringMessage"); steering != nil && sameString(steering["id"], id) {
+			delete(st, "steeringMessage")
 		}
-	case "queued":
-		crRemoveQueued(state, id)
+	case PendingQueued:
+		s.removeQueued(id)
 	}
 }
 
-// crRemoveQueued removes the queued message with that id; an empty queue goes.
-func crRemoveQueued(state map[string]any, id string) {
-	queued := crList(state["queuedMessages"])
-	i := crIndexBy(queued, "id", id)
+// removeQueued removes the queued message with that id; an empty queue goes.
+func (s ChatState) removeQueued(id string) {
+	st := object(s)
+	queued := st.list("queuedMessages")
+	i := queued.indexBy("id", id)
 	if i < 0 {
 		return
 	}
-	if queued = crRemoveAt(queued, i); len(queued) == 0 {
-		delete(state, "queuedMessages")
+	if queued = queued.without(i); len(queued) == 0 {
+		delete(st, "queuedMessages")
 	} else {
-		state["queuedMessages"] = queued
+		st["queuedMessages"] = []any(queued)
 	}
 }
 
-// crQueuedMessagesReordered puts the queue in the action's order; ids not queued are
+// queuedMessagesReordered puts the queue in the action's order; ids not queued are
 // ignored and messages the order leaves out follow in their old order, so a client
 // with a stale view never drops one.
-func crQueuedMessagesReordered(state, a map[string]any) {
-	queued := crList(state["queuedMessages"])
+func (s ChatState) queuedMessagesReordered(a object) {
+	st := object(s)
+	queued := st.list("queuedMessages")
 	if queued == nil {
 		return
 	}
 	out := make([]any, 0, len(queued))
 	taken := make([]bool, len(queued))
-	for _, id := range crList(a["order"]) {
-		if i := crIndexBy(queued, "id", id); i >= 0 && !taken[i] {
+	for _, id := range a.list("order") {
+		if i := queued.indexBy("id", id); i >= 0 && !taken[i] {
 			taken[i] = true
 			out = append(out, queued[i])
 		}
@@ -693,59 +676,46 @@ func crQueuedMessagesReordered(state, a map[string]any) {
 			out = append(out, m)
 		}
 	}
-	state["queuedMessages"] = out
+	st["queuedMessages"] = out
 }
 
 // Status.
 
-// crRefreshStatus derives the activity bits of state.status from the chat, keeping
+// refreshStatus derives the activity bits of the chat's status from the chat, keeping
 // the other flags: Error when the turn just ended in error, InputNeeded when a tool
 // call or input request in the active turn waits on someone, InProgress while a turn
 // is active, else Idle. clearIsRead also clears IsRead.
-func crRefreshStatus(state map[string]any, turnError, clearIsRead bool) {
-	var activity int64
+func (s ChatState) refreshStatus(turnError, clearIsRead bool) {
+	at := object(s).obj("activeTurn")
+	var activity SessionStatus
 	switch {
 	case turnError:
-		activity = crStatusError
-	case crBlocked(crObj(state["activeTurn"])):
-		activity = crStatusInputNeeded
-	case crObj(state["activeTurn"]) != nil:
-		activity = crStatusInProgress
+		activity = SessionStatusError
+	case blocked(at):
+		activity = SessionStatusInputNeeded
+	case at != nil:
+		activity = SessionStatusInProgress
 	default:
-		activity = crStatusIdle
+		activity = SessionStatusIdle
 	}
-	old, had := crNum(state["status"])
-	status := int64(old)&^crStatusActivityMask | activity
-	if clearIsRead {
-		status &^= crStatusIsRead
-	}
-	if !had || int64(old) != status {
-		state["status"] = float64(status)
-	}
+	object(s).updateStatus(func(old SessionStatus) SessionStatus {
+		status := old&^sessionStatusActivityMask | activity
+		if clearIsRead {
+			status &^= SessionStatusIsRead
+		}
+		return status
+	})
 }
 
-func crSetStatusFlag(state map[string]any, flag int64, set bool) {
-	old, had := crNum(state["status"])
-	status := int64(old)
-	if set {
-		status |= flag
-	} else {
-		status &^= flag
-	}
-	if !had || int64(old) != status {
-		state["status"] = float64(status)
-	}
-}
-
-// crBlocked reports whether the turn waits on someone: a tool call to confirm, a
-// result to confirm, an MCP authentication, or an input request unanswered.
-func crBlocked(at map[string]any) bool {
-	for _, p := range crList(at["responseParts"]) {
-		part := crObj(p)
-		switch crStr(part["kind"]) {
+// blocked reports whether the turn waits on someone: a tool call to confirm, a result
+// to confirm, an MCP authentication, or an input request unanswered.
+func blocked(at object) bool {
+	for _, p := range at.list("responseParts") {
+		part := asObject(p)
+		switch part.str("kind") {
 		case "toolCall":
-			switch crStr(crObj(part["toolCall"])["status"]) {
-			case "pending-confirmation", "pending-result-confirmation", "auth-required":
+			switch toolCall(part.obj("toolCall")).status() {
+			case callPendingConfirmation, callPendingResultConfirmation, callAuthRequired:
 				return true
 			}
 		case "inputRequest":
@@ -755,168 +725,4 @@ func crBlocked(at map[string]any) bool {
 		}
 	}
 	return false
-}
-
-// Generic JSON helpers. They are prefixed cr (chat reducer) to keep out of the way of
-// the package's other names.
-
-// crOwn is a deep copy of an action in generic JSON form, so nothing the state takes
-// from it is shared with the caller.
-func crOwn(action map[string]any) map[string]any {
-	out, _ := crClone(action).(map[string]any)
-	if out == nil {
-		out = map[string]any{}
-	}
-	return out
-}
-
-// crClone deep-copies a generic JSON value. A value of any other Go type (a struct, a
-// []string, a map[string]string) is turned into its generic form through
-// encoding/json; one that does not encode becomes nil.
-func crClone(v any) any {
-	switch x := v.(type) {
-	case nil, string, bool, float64, json.Number,
-		float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-		return x
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = crClone(e)
-		}
-		return m
-	case []any:
-		l := make([]any, len(x))
-		for i, e := range x {
-			l[i] = crClone(e)
-		}
-		return l
-	default:
-		b, err := json.Marshal(x)
-		if err != nil {
-			return nil
-		}
-		var out any
-		if json.Unmarshal(b, &out) != nil {
-			return nil
-		}
-		return out
-	}
-}
-
-func crObj(v any) map[string]any {
-	m, _ := v.(map[string]any)
-	return m
-}
-
-func crList(v any) []any {
-	l, _ := v.([]any)
-	return l
-}
-
-func crStr(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-// crNum reads a JSON number of any of the forms a decoded value may hold.
-func crNum(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, !math.IsNaN(x)
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int8:
-		return float64(x), true
-	case int16:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case uint:
-		return float64(x), true
-	case uint8:
-		return float64(x), true
-	case uint16:
-		return float64(x), true
-	case uint32:
-		return float64(x), true
-	case uint64:
-		return float64(x), true
-	}
-	return 0, false
-}
-
-// crEqualString reports whether a and b are the same string.
-func crEqualString(a, b any) bool {
-	as, ok1 := a.(string)
-	bs, ok2 := b.(string)
-	return ok1 && ok2 && as == bs
-}
-
-// crPut sets m[k] to v unless v is nil: a JSON null and an absent field are one here,
-// as the reference's undefined is.
-func crPut(m map[string]any, k string, v any) {
-	if v != nil {
-		m[k] = v
-	}
-}
-
-// crSet sets m[k] to v, or removes it when v is nil.
-func crSet(m map[string]any, k string, v any) {
-	if v == nil {
-		delete(m, k)
-	} else {
-		m[k] = v
-	}
-}
-
-// crIndexBy is the index of the first object in list whose key holds the string
-// want, or -1.
-func crIndexBy(list []any, key string, want any) int {
-	for i, e := range list {
-		if crEqualString(crObj(e)[key], want) {
-			return i
-		}
-	}
-	return -1
-}
-
-// crRemoveAt returns a new list without element i, so a list handed out before is
-// left as it was.
-func crRemoveAt(list []any, i int) []any {
-	out := make([]any, 0, len(list)-1)
-	out = append(out, list[:i]...)
-	return append(out, list[i+1:]...)
-}
-
-// crSetMember adds a string to the list m[k] (creating it) unless it is there.
-func crSetMember(m map[string]any, k string, v any) {
-	if _, ok := v.(string); !ok {
-		return
-	}
-	list := crList(m[k])
-	for _, e := range list {
-		if crEqualString(e, v) {
-			return
-		}
-	}
-	m[k] = append(list, v)
-}
-
-// crRemoveMember removes a string from the list m[k]; the list stays, even empty
-// (for working directories an empty list and an absent one mean different things).
-func crRemoveMember(m map[string]any, k string, v any) {
-	list := crList(m[k])
-	for i, e := range list {
-		if crEqualString(e, v) {
-			m[k] = crRemoveAt(list, i)
-			return
-		}
-	}
 }
