@@ -235,8 +235,9 @@ func (bt *BackendTerminal) Write(data string) {
 
 // Resize changes the terminal's size.
 func (bt *BackendTerminal) Resize(cols, rows int) {
-	raw, _ := json.Marshal(map[string]any{"type": messages.TerminalResized, "cols": cols, "rows": rows})
-	bt.ts.system.Root.Send(bt.ts.root, &channel.Dispatch{Channel: bt.URI, Action: &messages.Action{Type: messages.TerminalResized, Cols: &cols, Rows: &rows},
+	a := &messages.Action{Type: messages.TerminalResized, Cols: &cols, Rows: &rows}
+	raw, _ := json.Marshal(a)
+	bt.ts.system.Root.Send(bt.ts.root, &channel.Dispatch{Channel: bt.URI, Action: a,
 		Raw: raw, Origin: messages.Origin{ClientID: "termhost-backend"}, Sub: discard{}})
 }
 

@@ -1,0 +1,380 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/terminal"
+	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/persistence"
+	"github.com/termhost/termhost/pty"
+)
+
+// How a `!` command shows as a tool call, and its terminal's title.
+const (
+	commandToolName    = "terminal"
+	commandDisplayName = "Terminal"
+	commandTitle       = "Terminal"
+)
+
+// commandRun is one `!` command from typing to its completed tool call.
+type commandRun struct {
+	chat       *chat
+	turnID     string
+	toolCallID string
+	command    string
+	text       string
+	terminal   string
+	started    time.Time
+	isPty      bool
+	marks      bool // its end is read from the integration's finished mark
+	sentinel   string
+	typed      bool
+	output     strings.Builder
+	done       bool
+	commandID  string
+	timer      *time.Timer
+	stopAlt    chan struct{}
+}
+
+// commandOf is the shell command a turn's text asks for: text after a leading `!`.
+// A lone `!`, or one followed only by spaces, is somebody typing an exclamation point.
+func commandOf(text string) (string, bool) {
+	rest, ok := strings.CutPrefix(text, "!")
+	if !ok {
+		return "", false
+	}
+	cmd := strings.TrimSpace(rest)
+	return cmd, cmd != ""
+}
+
+// startTurn runs a turn that has started: a `!` command runs in a terminal; anything
+// else ends at once with the no-agent error, and the next queued message starts.
+func (s *session) startTurn(ctx actor.Context, c *chat, turnID, text string) {
+	c.busy = turnID
+	command, isCommand := commandOf(text)
+	if !isCommand {
+		s.chatAction(c, messages.ChatErrorAction{TurnID: turnID, Duration: 0, Error: messages.ErrorInfo{ErrorType: "noAgent", Message: noAgent}})
+		c.lastTurn = turnID
+		c.busy = ""
+		s.drainQueue(ctx, c)
+		return
+	}
+	s.runCommand(ctx, c, turnID, text, command)
+}
+
+// drainQueue starts the first queued message once the chat is idle.
+func (s *session) drainQueue(ctx actor.Context, c *chat) {
+	if c.busy != "" {
+		return
+	}
+	id, msg, ok := c.state.FirstQueued()
+	if !ok {
+		return
+	}
+	s.chatAction(c, messages.ChatPendingMessageRemovedAction{Kind: messages.PendingQueued, ID: id})
+	s.seq++
+	turnID := fmt.Sprintf("turn-%d-%d", time.Now().UnixNano(), s.seq)
+	s.chatAction(c, messages.ChatTurnStartedAction{TurnID: turnID, StartedAt: isoTime(time.Now()), Message: msg, QueuedMessageID: id})
+	s.startTurn(ctx, c, turnID, msg.Text())
+}
+
+// runCommand shows the command as a running tool call and asks the root for its
+// terminal; opened goes on once the terminal is listed.
+func (s *session) runCommand(ctx actor.Context, c *chat, turnID, text, command string) {
+	s.seq++
+	toolCallID := fmt.Sprintf("cmd-%d-%d", time.Now().UnixNano(), s.seq)
+	r := &commandRun{chat: c, turnID: turnID, toolCallID: toolCallID, command: command, text: text, started: time.Now(),
+		terminal: commandTerminalURI(c.uri, toolCallID), sentinel: strconv.FormatInt(time.Now().UnixNano(), 36), stopAlt: make(chan struct{})}
+	c.runs[toolCallID] = r
+	s.chatAction(c, messages.ChatToolCallStartAction{TurnID: turnID, ToolCallID: toolCallID,
+		ToolName: commandToolName, DisplayName: commandDisplayName, Intention: command})
+	s.chatAction(c, messages.ChatToolCallReadyAction{TurnID: turnID, ToolCallID: toolCallID,
+		InvocationMessage: command, ToolInput: command, Intention: command, Confirmed: messages.ConfirmedNotNeeded})
+	if s.closed {
+		s.finish(ctx, r, endFailed, false, errors.New(ClosingHost), nil)
+		return
+	}
+	cwd := ""
+	if len(s.record.WorkingDirectories) > 0 {
+		cwd = s.record.WorkingDirectories[0]
+	}
+	shell := s.cfg.DefaultShell
+	if shell == "" {
+		shell = pty.DefaultShell()
+	}
+	create := &terminal.Create{
+		URI:     r.terminal,
+		Claim:   messages.Claim{Kind: messages.ClaimSession, Session: s.uri, Chat: c.uri, TurnID: turnID, ToolCallID: toolCallID},
+		Name:    commandTitle,
+		Cwd:     cwd,
+		Spec:    terminal.Spec{Shell: shell, PreventShellHistory: true, NonInteractive: true, StrictCwd: true},
+		Watcher: ctx.Self(),
+	}
+	f := ctx.RequestFuture(s.root, create, channel.RequestTimeout)
+	ctx.ReenterAfter(f, func(res any, err error) {
+		cr, _ := res.(*terminal.CreateResult)
+		s.opened(ctx, toolCallID, cr, err)
+	})
+}
+
+// opened types the command once its terminal is listed (it runs inside the actor,
+// as ReenterAfter's continuation), or fails the call when the terminal did not start.
+func (s *session) opened(ctx actor.Context, toolCallID string, res *terminal.CreateResult, err error) {
+	r := s.findRun(toolCallID)
+	if r == nil {
+		return
+	}
+	if err != nil || res == nil || res.Err != nil {
+		reason := "the terminal did not start"
+		if res != nil && res.Err != nil {
+			reason = res.Err.Message
+		} else if err != nil {
+			reason = err.Error()
+		}
+		s.finish(ctx, r, endFailed, false, errors.New(reason), nil)
+		return
+	}
+	r.isPty = res.IsPty
+	r.marks = res.Detection
+	s.chatAction(r.chat, messages.ChatToolCallContentChangedAction{TurnID: r.turnID, ToolCallID: r.toolCallID,
+		Content: []messages.TerminalContent{r.block()}})
+	// A leading space keeps the command out of a POSIX shell's history.
+	line := " " + r.command
+	if !r.marks {
+		line += fmt.Sprintf("\necho \"<<<%s%s_EXIT_$?>>>\"", sentinelPrefix, r.sentinel)
+	}
+	r.typed = true
+	ctx.Send(s.root, &terminal.Write{URI: r.terminal, Data: line + "\r"})
+	self, system := ctx.Self(), ctx.ActorSystem()
+	timeout := s.cfg.CommandTimeout
+	r.timer = time.AfterFunc(timeout, func() { system.Root.Send(self, &runTimedOut{toolCallID: r.toolCallID}) })
+	if r.isPty {
+		fq := system.Root.RequestFuture(s.root, &terminal.ScreenQuery{URI: r.terminal}, channel.RequestTimeout)
+		go func() {
+			res, err := fq.Result()
+			info, _ := res.(*terminal.ScreenInfo)
+			if err != nil || info == nil || !info.IsPty {
+				return
+			}
+			select {
+			case <-info.WhenAltBuffer:
+				system.Root.Send(self, &runAltScreen{toolCallID: r.toolCallID})
+			case <-r.stopAlt:
+			}
+		}()
+	}
+}
+
+// endRun finishes the command with that tool call id, unless it has finished.
+func (s *session) endRun(ctx actor.Context, toolCallID, how string, success bool) {
+	if r := s.findRun(toolCallID); r != nil {
+		s.finish(ctx, r, how, success, nil, nil)
+	}
+}
+
+// findRun is the command with that tool call id, in any chat, while it runs.
+func (s *session) findRun(id string) *commandRun {
+	for _, c := range s.chats {
+		if r := c.runs[id]; r != nil && !r.done {
+			return r
+		}
+	}
+	return nil
+}
+
+// block is the terminal block naming the command's terminal.
+func (r *commandRun) block() messages.TerminalContent {
+	return messages.TerminalContent{Resource: r.terminal, Title: commandTitle, IsPty: r.isPty}
+}
+
+// terminalEvent reads a command's terminal as a client reads it.
+func (s *session) terminalEvent(ctx actor.Context, m *terminal.Event) {
+	chatURI, key, ok := ParseCommandTerminalURI(m.URI)
+	if !ok {
+		return
+	}
+	c := s.chats[chatURI]
+	if c == nil {
+		return
+	}
+	r := c.runs[key]
+	if r == nil || r.done {
+		return
+	}
+	a := m.Action
+	switch a.Type {
+	case messages.TerminalData:
+		if !r.typed || a.Data == nil {
+			return
+		}
+		r.output.WriteString(*a.Data)
+		if !r.marks {
+			if code, ok := sentinelCode(r.output.String(), r.sentinel); ok {
+				s.endWithCode(ctx, r, code)
+			}
+		}
+	case messages.TerminalCommandExecuted:
+		if r.marks && r.typed && r.commandID == "" {
+			r.commandID = a.CommandID
+			r.output.Reset()
+		}
+	case messages.TerminalCommandFinished:
+		if r.marks && r.commandID != "" && a.CommandID == r.commandID {
+			code := 0
+			if a.ExitCode != nil {
+				code = *a.ExitCode
+			}
+			s.endWithCode(ctx, r, code)
+		}
+	case messages.TerminalExited:
+		s.finish(ctx, r, endShellExited, false, nil, nil)
+	case messages.TerminalClaimed:
+		if a.Claim != nil && a.Claim.Kind == messages.ClaimSession && a.Claim.Session == s.uri && a.Claim.ToolCallID == "" {
+			s.finish(ctx, r, endBackground, true, nil, nil)
+		}
+	}
+}
+
+var sentinelLine = regexp.MustCompile(`<<<` + sentinelPrefix + `([0-9a-z]+)_EXIT_(\d+)>>>`)
+
+func sentinelCode(out, id string) (int, bool) {
+	for _, m := range sentinelLine.FindAllStringSubmatch(out, -1) {
+		if m[1] == id {
+			code, err := strconv.Atoi(m[2])
+			return code, err == nil
+		}
+	}
+	return 0, false
+}
+
+func (s *session) endWithCode(ctx actor.Context, r *commandRun, code int) {
+	if code == 0 {
+		s.finish(ctx, r, endRan, true, nil, &code)
+		return
+	}
+	s.finish(ctx, r, fmt.Sprintf("Command exited with code %d", code), false, nil, &code)
+}
+
+// printed is the command's text without escape sequences or the sentinel's lines.
+func (r *commandRun) printed() string {
+	text := stripEscapes(r.output.String())
+	if r.marks {
+		return text
+	}
+	var keep []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, sentinelPrefix+r.sentinel) {
+			continue
+		}
+		keep = append(keep, line)
+	}
+	out := strings.Join(keep, "\n")
+	// Under a pseudoterminal the shell echoes the typed line first.
+	out = strings.TrimPrefix(out, " "+r.command+"\n")
+	return out
+}
+
+// finish completes a command's tool call and its turn, however it ended: how is the
+// call's past tense, failure a reason it could not run, exit the command's exit code
+// when it exited.
+func (s *session) finish(ctx actor.Context, r *commandRun, how string, success bool, failure error, exit *int) {
+	if r.done {
+		return
+	}
+	r.done = true
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	close(r.stopAlt)
+	c := r.chat
+	block := r.block()
+	result := messages.ToolCallResult{Success: success, PastTenseMessage: how}
+	if failure != nil {
+		result.PastTenseMessage = endFailed
+		result.Error = &messages.ToolCallError{Message: failure.Error()}
+		result.Success = false
+	} else {
+		preview, truncated := lastChars(r.printed(), previewLimit)
+		block.Result = &messages.TerminalCommandResult{ExitCode: exit, Preview: preview, Truncated: truncated}
+		if how == endTimedOut || how == endShellExited {
+			result.Error = &messages.ToolCallError{Message: how}
+		}
+	}
+	if r.typed || failure == nil {
+		result.Content = []messages.TerminalContent{block}
+	}
+	s.chatAction(c, messages.ChatToolCallCompleteAction{TurnID: r.turnID, ToolCallID: r.toolCallID, Result: result})
+	s.chatAction(c, messages.ChatTurnCompleteAction{TurnID: r.turnID, Duration: time.Since(r.started).Milliseconds()})
+	anchor := c.lastTurn
+	c.lastTurn = r.turnID
+	if c.busy == r.turnID {
+		c.busy = ""
+	}
+	s.keep(ctx, r, anchor, result, exit)
+	s.drainQueue(ctx, c)
+}
+
+// keep records a finished command off the mailbox: what its terminal printed, the
+// session's dates and title, and its turn as a local turn of its chat, in that order
+// (persistence.KeepTurn), so a host killed at any moment never leaves a turn naming
+// output that was never written. The writes of one session go one after another, in
+// the order the commands finished, so no turn lands before the turn it is anchored to.
+func (s *session) keep(ctx actor.Context, r *commandRun, anchor string, result messages.ToolCallResult, exit *int) {
+	raw, _ := json.Marshal(result)
+	turn := persistence.LocalTurn{ID: r.turnID, AnchorTurnID: anchor, Text: r.text, StartedAt: r.started, EndedAt: time.Now(),
+		ToolCallID: r.toolCallID, TerminalURI: r.terminal, TerminalKey: r.toolCallID, Result: raw, State: persistence.TurnComplete}
+	if s.record.FirstStart.IsZero() {
+		s.record.FirstStart = r.started
+		if !s.record.Renamed && s.record.Title == "" {
+			s.record.Title = persistence.TitleFromCommand(r.command)
+			s.sessionAction(messages.SessionTitleChangedAction{Title: s.record.Title})
+		}
+	}
+	s.record.LastEnd = turn.EndedAt
+	rec := s.record
+
+	// The terminal's scrollback is what is kept of it; should the terminal not answer
+	// (it is gone, or the host is closing), what the run read of it is kept instead,
+	// so the turn's terminal still opens with the command's whole output.
+	var snapshot *actor.Future
+	var printed string
+	if r.typed {
+		snapshot = ctx.RequestFuture(s.root, &terminal.SnapshotQuery{URI: r.terminal}, channel.RequestTimeout)
+		printed = r.printed()
+	}
+	store, logger, sessionURI, chatURI := s.store, s.cfg.Logger, s.uri, r.chat.uri
+	uri, isPty := r.terminal, r.isPty
+	before, done := s.lastWrite, make(chan struct{})
+	s.lastWrite = done
+	s.writes.Add(1)
+	go func() {
+		defer s.writes.Done()
+		defer close(done)
+		f := persistence.FinishedTurn{Record: &rec, Turn: turn}
+		if snapshot != nil {
+			output := printed
+			if res, err := snapshot.Result(); err == nil {
+				if st, _ := res.(*messages.TerminalState); st != nil {
+					output = st.Text()
+				}
+			}
+			f.Terminal = &persistence.RetainedTerminal{URI: uri, Title: commandTitle, Output: output, ExitCode: exit, IsPty: isPty,
+				Session: sessionURI, Chat: chatURI, ToolCallID: turn.ToolCallID, Saved: time.Now()}
+		}
+		if before != nil {
+			<-before
+		}
+		if err := store.KeepTurn(sessionURI, chatURI, f); err != nil {
+			logger.Warn("a command's turn was not wholly kept", "session", sessionURI, "terminal", uri, "err", err)
+		}
+	}()
+}

@@ -1,0 +1,95 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/messages"
+)
+
+// dispatch takes a client's action on one of the session's channels. A chat takes
+// what a client may start or change: a turn, its cancellation, pending messages. The
+// session channel takes nothing from clients: its state is the host's.
+func (s *session) dispatch(ctx actor.Context, m *channel.Dispatch) {
+	c := s.chats[m.Channel]
+	if c == nil {
+		if m.Channel == s.uri {
+			m.Reject(s.journal, fmt.Sprintf("%s is not dispatched by clients on this host", m.Action.Type))
+		}
+		return
+	}
+	// The fold takes the action whole, fields the host does not read included, and
+	// the echo is the action as the client sent it.
+	var folded map[string]any
+	if err := json.Unmarshal(m.Raw, &folded); err != nil || folded == nil {
+		m.Reject(s.journal, "the action is malformed")
+		return
+	}
+	switch m.Action.Type {
+	case messages.ChatTurnStarted:
+		s.clientTurnStarted(ctx, c, m, folded)
+	case messages.ChatPendingMessageSet:
+		var a messages.ChatPendingMessageSetAction
+		readLoosely(m.Raw, &a)
+		s.echo(c, m, folded)
+		if a.Kind == messages.PendingQueued && c.busy == "" {
+			s.drainQueue(ctx, c)
+		}
+	case messages.ChatPendingMessageRemoved, messages.ChatQueuedMessagesReordered:
+		s.echo(c, m, folded)
+	case messages.ChatTurnCancelled:
+		var a messages.ChatTurnCancelledAction
+		readLoosely(m.Raw, &a)
+		if active := c.state.ActiveTurnID(); active == "" || active != a.TurnID {
+			m.Reject(s.journal, "no turn with that id is running")
+			return
+		}
+		s.echo(c, m, folded)
+		c.busy = ""
+		s.drainQueue(ctx, c)
+	default:
+		if strings.HasPrefix(m.Action.Type, "terminal/") {
+			m.Reject(s.journal, fmt.Sprintf("%s is not a terminal here", m.Channel))
+			return
+		}
+		m.Reject(s.journal, fmt.Sprintf("%s is not dispatched by clients on this host", m.Action.Type))
+	}
+}
+
+// clientTurnStarted starts the turn a client sent: a `!` command runs, anything
+// else ends with the no-agent error.
+func (s *session) clientTurnStarted(ctx actor.Context, c *chat, m *channel.Dispatch, folded map[string]any) {
+	var a messages.ChatTurnStartedAction
+	readLoosely(m.Raw, &a)
+	if a.TurnID == "" || a.Message == nil {
+		m.Reject(s.journal, "chat/turnStarted needs a turnId and a message")
+		return
+	}
+	if _, dated := folded["startedAt"]; !dated {
+		folded["startedAt"] = isoTime(time.Now())
+	}
+	s.echo(c, m, folded)
+	s.startTurn(ctx, c, a.TurnID, a.Message.Text())
+}
+
+// echo folds a client's action into the chat and sends it, as the client sent it, to
+// the chat's subscribers.
+func (s *session) echo(c *chat, m *channel.Dispatch, folded map[string]any) {
+	messages.ReduceChat(c.state, folded)
+	origin := m.Origin
+	s.publish(c, m.Raw, &origin)
+}
+
+// readLoosely decodes what a client sent into a typed action as far as its fields
+// have the types the schema gives them: encoding/json leaves a field of another type
+// zero and goes on with the rest, so it reads as missing, as the reducer folding the
+// same action reads it. The action decoded as an object already, so no other error
+// can come.
+func readLoosely(raw json.RawMessage, into any) {
+	_ = json.Unmarshal(raw, into)
+}
