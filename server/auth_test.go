@@ -466,7 +466,9 @@ func TestEveryDispatchableActionHasAGrant(t *testing.T) {
 // one, is nobody, who completes the handshake but can drive nothing.
 func TestSignInForms(t *testing.T) {
 	h := startHost(t)
-	dial := func(url string, header http.Header) *conn {
+	// Each sign-in form is a client of its own: a clientId belongs to the person who
+	// first used it.
+	dial := func(url string, header http.Header, clientID string) *conn {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
@@ -475,8 +477,8 @@ func TestSignInForms(t *testing.T) {
 			t.Fatalf("dial %s: %v", url, err)
 		}
 		t.Cleanup(func() { _ = cl.Close() })
-		c := &conn{t: t, Conn: cl, clientID: "s"}
-		if _, err := c.Initialize(c.ctx(), "s", messages.RootURI); err != nil {
+		c := &conn{t: t, Conn: cl, clientID: clientID}
+		if _, err := c.Initialize(c.ctx(), clientID, messages.RootURI); err != nil {
 			t.Fatalf("initialize: %v", err)
 		}
 		return c
@@ -496,7 +498,7 @@ func TestSignInForms(t *testing.T) {
 		{"empty bearer", h.url(""), http.Header{"Authorization": {"Bearer "}}, false},
 		{"basic auth is not a token", h.url(""), http.Header{"Authorization": {"Basic " + h.owner}}, false},
 	} {
-		c := dial(tc.url, tc.header)
+		c := dial(tc.url, tc.header, "s-"+tc.name)
 		ok, msg := c.canRead()
 		if ok != tc.signedIn {
 			t.Errorf("%s: signed in %v, want %v", tc.name, ok, tc.signedIn)

@@ -67,8 +67,12 @@ type Config struct {
 	// one local process cannot hold every descriptor of the host. Signed-in
 	// connections are not counted and never refused by it. Default 64.
 	MaxAnonymous int
-	Version      string
-	Logger       *slog.Logger
+	// ReplayEntries and ReplayBytes bound the ring reconnect replays from: the last
+	// 8,192 envelopes or 16 MiB of them by default, whichever is less.
+	ReplayEntries int
+	ReplayBytes   int
+	Version       string
+	Logger        *slog.Logger
 }
 
 // Server serves AHP over WebSocket.
@@ -78,6 +82,9 @@ type Server struct {
 	system  *actor.ActorSystem
 	root    *actor.PID
 	journal *delivery.Journal
+	// clients remembers every clientId's person and protocol version, so a client
+	// can resume on a new connection with reconnect as its first request.
+	clients *ahp.Clients
 
 	mu sync.Mutex // guards conns, anonymous and closing
 	// conns are the open WebSockets and their connection actors (nil until spawned).
@@ -140,12 +147,18 @@ func New(cfg Config) (*Server, error) {
 	// protoactor's own logs are about its internals: warnings and up only.
 	quiet := slog.New(levelFloor{cfg.Logger.Handler(), slog.LevelWarn}).With("lib", "protoactor")
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	journal := delivery.NewJournal(8192, 16<<20)
+	if cfg.ReplayEntries <= 0 {
+		cfg.ReplayEntries = 8192
+	}
+	if cfg.ReplayBytes <= 0 {
+		cfg.ReplayBytes = 16 << 20
+	}
+	journal := delivery.NewJournal(cfg.ReplayEntries, cfg.ReplayBytes)
 	rootPID, err := system.Root.SpawnNamed(root.NewProps(cfg.Root, journal), "root")
 	if err != nil {
 		return nil, fmt.Errorf("server: starting the root actor: %w", err)
 	}
-	return &Server{cfg: cfg, log: cfg.Logger, system: system, root: rootPID, journal: journal, conns: map[*websocket.Conn]*actor.PID{}}, nil
+	return &Server{cfg: cfg, log: cfg.Logger, system: system, root: rootPID, journal: journal, clients: ahp.NewClients(0, 0), conns: map[*websocket.Conn]*actor.PID{}}, nil
 }
 
 // levelFloor drops records below a level.
@@ -401,6 +414,7 @@ func (s *Server) runConnection(reqCtx context.Context, conn *websocket.Conn, p a
 	inFlight := make(chan struct{}, s.cfg.MaxInFlight)
 	inFlightBytes := semaphore.NewWeighted(s.cfg.MaxInFlightBytes)
 	props := ahp.NewProps(ahp.Config{
+		Clients:   s.clients,
 		Root:      s.root,
 		Journal:   s.journal,
 		Outbox:    outbox,

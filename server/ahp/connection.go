@@ -38,6 +38,10 @@ type Config struct {
 	Info    ServerInfo
 	Home    string
 	Logger  *slog.Logger
+	// Clients remembers each clientId's person and protocol version across its
+	// connections, so a client can resume with reconnect as its first request. Nil
+	// remembers nothing: such a reconnect is refused and the client initializes.
+	Clients *Clients
 	// Close ends the socket with a reason once what is queued has been written.
 	Close func(delivery.CloseReason)
 	// Done is called once for every Frame after it was handled, so the reader can
@@ -63,6 +67,9 @@ type connection struct {
 	cfg         Config
 	clientID    string
 	initialized bool
+	// version is the protocol version this client negotiated, here or on the
+	// connection it resumed.
+	version string
 	subscribed  map[string]bool
 	// subscribing are channels whose subscribe is on its way: a socket that goes
 	// before the answer must still be taken off them.
@@ -85,6 +92,9 @@ type connection struct {
 func NewProps(cfg Config) *actor.Props {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clients == nil {
+		cfg.Clients = NewClients(0, 0)
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &connection{cfg: cfg, subscribed: map[string]bool{}, subscribing: map[string]int{}, terminals: map[string]*actor.PID{}, viaHost: map[string]bool{}}
@@ -112,6 +122,9 @@ func (c *connection) Receive(ctx actor.Context) {
 		c.recheck()
 	case *Disconnected:
 		c.gone = true
+		if c.initialized {
+			c.cfg.Clients.leave(c.clientID)
+		}
 		// Unsubscribe follows any Subscribe this actor sent to the same channel, so
 		// one still on its way is undone too.
 		for ch := range c.subscribed {
@@ -164,14 +177,17 @@ func (c *connection) handle(ctx actor.Context, data []byte) {
 	case "initialize":
 		c.initialize(ctx, id, msg.Params)
 		return
+	case "reconnect":
+		// A handshake of its own: a client whose transport dropped resumes with it
+		// on its new connection, without an initialize.
+		c.reconnect(ctx, id, msg.Params)
+		return
 	}
 	if !c.initialized {
 		c.fail(id, messages.Errorf(messages.CodeInvalidRequest, "Call initialize first: %s needs a handshake", method))
 		return
 	}
 	switch method {
-	case "reconnect":
-		c.reconnect(ctx, id, msg.Params)
 	case "subscribe":
 		c.subscribe(ctx, id, msg.Params)
 	case "createTerminal":
@@ -286,8 +302,11 @@ func (c *connection) initialize(ctx actor.Context, id json.RawMessage, raw json.
 		}
 		return
 	}
-	c.initialized = true
-	c.clientID = *p.ClientID
+	if _, e := c.cfg.Clients.join(*p.ClientID, c.cfg.Principal.User, version); e != nil {
+		c.fail(id, e)
+		return
+	}
+	c.initialized, c.clientID, c.version = true, *p.ClientID, version
 	channels := c.readable(p.InitialSubscriptions)
 	c.collectSnapshots(ctx, channels, func(snaps []messages.Snapshot, subscribed []string) {
 		result := map[string]any{
@@ -460,6 +479,23 @@ func (c *connection) reconnect(ctx actor.Context, id json.RawMessage, raw json.R
 	}
 	if p.LastSeenServerSeq == nil {
 		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: lastSeenServerSeq is required"))
+		return
+	}
+	switch {
+	case !c.initialized && p.ClientID == "":
+		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: clientId is required"))
+		return
+	case !c.initialized:
+		// The client resumes as the clientId it had: the same person, the version it
+		// negotiated, its claims (they name the clientId) and its presence.
+		version, e := c.cfg.Clients.join(p.ClientID, c.cfg.Principal.User, "")
+		if e != nil {
+			c.fail(id, e)
+			return
+		}
+		c.initialized, c.clientID, c.version = true, p.ClientID, version
+	case p.ClientID != "" && p.ClientID != c.clientID:
+		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: this connection is client %s, not %s", c.clientID, p.ClientID))
 		return
 	}
 	lastSeen := *p.LastSeenServerSeq
