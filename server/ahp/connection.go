@@ -69,8 +69,8 @@ type connection struct {
 	initialized bool
 	// version is the protocol version this client negotiated, here or on the
 	// connection it resumed.
-	version string
-	subscribed  map[string]bool
+	version    string
+	subscribed map[string]bool
 	// subscribing are channels whose subscribe is on its way: a socket that goes
 	// before the answer must still be taken off them.
 	subscribing map[string]int
