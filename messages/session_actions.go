@@ -49,6 +49,12 @@ type SessionChatRemovedAction struct {
 	Chat string `json:"chat"`
 }
 
+// SessionActiveClientRemovedAction takes a client off the session's active clients:
+// the host sends it when a client's connection went and it did not come back.
+type SessionActiveClientRemovedAction struct {
+	ClientID string `json:"clientId"`
+}
+
 // SessionTitleChangedAction renames a session.
 type SessionTitleChangedAction struct {
 	Title string `json:"title"`
@@ -69,6 +75,14 @@ func (a SessionTitleChangedAction) MarshalJSON() ([]byte, error) {
 	return withMember("type", SessionTitleChanged, fields(a))
 }
 
+func (a SessionActiveClientRemovedAction) MarshalJSON() ([]byte, error) {
+	type fields SessionActiveClientRemovedAction
+	return withMember("type", SessionActiveClientRemoved, fields(a))
+}
+
+func (SessionActiveClientRemovedAction) SessionActionType() string {
+	return SessionActiveClientRemoved
+}
 func (SessionChatAddedAction) SessionActionType() string    { return SessionChatAdded }
 func (SessionChatRemovedAction) SessionActionType() string  { return SessionChatRemoved }
 func (SessionTitleChangedAction) SessionActionType() string { return SessionTitleChanged }

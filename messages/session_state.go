@@ -41,6 +41,11 @@ func (s SessionState) Apply(a SessionAction) (json.RawMessage, error) {
 	return raw, nil
 }
 
+// ActiveClient reports whether clientID is among the session's active clients.
+func (s SessionState) ActiveClient(clientID string) bool {
+	return object(s).list("activeClients").indexBy("clientId", clientID) >= 0
+}
+
 // Title is the session's title.
 func (s SessionState) Title() string { return object(s).str("title") }
 

@@ -48,6 +48,9 @@ type Options struct {
 	Store *persistence.Store
 	// CommandTimeout ends a `!` command still running after it. Default 2 minutes.
 	CommandTimeout time.Duration
+	// PresenceGrace is how long a client whose connections all went stays among a
+	// session's active clients, for it to come back with reconnect. Default 30 s.
+	PresenceGrace time.Duration
 
 	// sessions is the one session scanner the root's terminals share (set by
 	// WithDefaults, which the root's props call).
@@ -75,7 +78,8 @@ func (o Options) terminalConfig(journal *delivery.Journal) terminal.Config {
 
 // sessionConfig is what the root's sessions are made with.
 func (o Options) sessionConfig(journal *delivery.Journal) session.Config {
-	return session.Config{Journal: journal, Store: o.Store, DefaultShell: o.DefaultShell, CommandTimeout: o.CommandTimeout, Logger: o.Logger}
+	return session.Config{Journal: journal, Store: o.Store, DefaultShell: o.DefaultShell, CommandTimeout: o.CommandTimeout,
+		PresenceGrace: o.PresenceGrace, Logger: o.Logger}
 }
 
 // Root config keys.
@@ -209,6 +213,11 @@ func (h *rootActor) Receive(ctx actor.Context) {
 		}
 	case *session.Create:
 		h.createSession(ctx, m)
+	case *session.ClientLeft, *session.ClientBack:
+		// Presence is each session's: every session hears of a client's coming and going.
+		for _, pid := range h.sessions {
+			ctx.Send(pid, m)
+		}
 	case *session.CreateChat:
 		if pid := h.sessions[m.Session]; pid != nil {
 			if m.Chat != "" && (h.chats[m.Chat] != nil || h.entries[m.Chat] != nil || h.sessions[m.Chat] != nil) {

@@ -20,12 +20,21 @@ type Config struct {
 	DefaultShell string
 	// CommandTimeout ends a `!` command still running after it. Default 2 minutes.
 	CommandTimeout time.Duration
-	Logger         *slog.Logger
+	// PresenceGrace is how long an active client whose connections all went keeps
+	// its place among a session's active clients, for it to come back with
+	// reconnect. Default 30 s.
+	PresenceGrace time.Duration
+	// Logger gets what goes wrong that no client is waiting to hear (a write that
+	// failed); nil discards it.
+	Logger *slog.Logger
 }
 
 func (c Config) withDefaults() Config {
 	if c.CommandTimeout <= 0 {
 		c.CommandTimeout = 2 * time.Minute
+	}
+	if c.PresenceGrace <= 0 {
+		c.PresenceGrace = 30 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

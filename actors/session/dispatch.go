@@ -14,11 +14,18 @@ import (
 
 // dispatch takes a client's action on one of the session's channels. A chat takes
 // what a client may start or change: a turn, its cancellation, pending messages. The
-// session channel takes nothing from clients: its state is the host's.
+// session channel takes a client's own presence only: the rest of its state is the
+// host's.
 func (s *session) dispatch(ctx actor.Context, m *channel.Dispatch) {
 	c := s.chats[m.Channel]
 	if c == nil {
-		if m.Channel == s.uri {
+		if m.Channel != s.uri {
+			return
+		}
+		switch m.Action.Type {
+		case messages.SessionActiveClientSet, messages.SessionActiveClientRemoved:
+			s.presenceAction(m)
+		default:
 			m.Reject(s.journal, fmt.Sprintf("%s is not dispatched by clients on this host", m.Action.Type))
 		}
 		return

@@ -156,6 +156,9 @@ type session struct {
 	// lastWrite is closed once the newest finished command is kept (nil before the
 	// first); the next one's writes wait for it.
 	lastWrite chan struct{}
+	// away are the active clients whose connections all went, each with the timer
+	// of its grace (see presence.go).
+	away map[string]*grace
 }
 
 type chat struct {
@@ -186,7 +189,8 @@ const provider = "termhost"
 func NewProps(cfg Config, rec persistence.SessionRecord, restored bool) *actor.Props {
 	cfg = cfg.withDefaults()
 	return actor.PropsFromProducer(func() actor.Actor {
-		s := &session{cfg: cfg, journal: cfg.Journal, store: cfg.Store, uri: rec.URI, record: rec, subs: map[delivery.Subscriber]bool{}, chats: map[string]*chat{}, writes: &sync.WaitGroup{}}
+		s := &session{cfg: cfg, journal: cfg.Journal, store: cfg.Store, uri: rec.URI, record: rec, subs: map[delivery.Subscriber]bool{}, chats: map[string]*chat{}, writes: &sync.WaitGroup{},
+			away: map[string]*grace{}}
 		s.state = messages.NewSessionState(provider, rec.Title, rec.WorkingDirectories)
 		if restored {
 			s.restore()
@@ -223,6 +227,14 @@ func (s *session) Receive(ctx actor.Context) {
 		s.endRun(ctx, m.toolCallID, endInteractive, true)
 	case *channel.Shutdown:
 		s.shutdown(ctx)
+	case *ClientLeft:
+		s.clientLeft(ctx, m.ClientID)
+	case *ClientBack:
+		s.stopAway(m.ClientID)
+	case *presenceLapsed:
+		s.presenceLapsed(m)
+	case *actor.Stopping:
+		s.stopAllAway()
 	}
 }
 

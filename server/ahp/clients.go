@@ -80,15 +80,17 @@ func (r *Clients) join(clientID, user, version string) (string, *messages.Error)
 	return c.version, nil
 }
 
-// leave says one connection of clientID went.
-func (r *Clients) leave(clientID string) {
+// leave says one connection of clientID went, and reports whether it was the last.
+func (r *Clients) leave(clientID string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c := r.byID[clientID]; c != nil && c.open > 0 {
 		if c.open--; c.open == 0 {
 			c.left = r.now()
+			return true
 		}
 	}
+	return false
 }
 
 // makeRoom forgets the longest gone client when the table is full. Clients with a

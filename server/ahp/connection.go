@@ -122,8 +122,9 @@ func (c *connection) Receive(ctx actor.Context) {
 		c.recheck()
 	case *Disconnected:
 		c.gone = true
-		if c.initialized {
-			c.cfg.Clients.leave(c.clientID)
+		if c.initialized && c.cfg.Clients.leave(c.clientID) {
+			// Its sessions keep its presence for a grace, for it to come back.
+			ctx.Send(c.cfg.Root, &session.ClientLeft{ClientID: c.clientID})
 		}
 		// Unsubscribe follows any Subscribe this actor sent to the same channel, so
 		// one still on its way is undone too.
@@ -307,6 +308,7 @@ func (c *connection) initialize(ctx actor.Context, id json.RawMessage, raw json.
 		return
 	}
 	c.initialized, c.clientID, c.version = true, *p.ClientID, version
+	ctx.Send(c.cfg.Root, &session.ClientBack{ClientID: c.clientID})
 	channels := c.readable(p.InitialSubscriptions)
 	c.collectSnapshots(ctx, channels, func(snaps []messages.Snapshot, subscribed []string) {
 		result := map[string]any{
@@ -494,6 +496,7 @@ func (c *connection) reconnect(ctx actor.Context, id json.RawMessage, raw json.R
 			return
 		}
 		c.initialized, c.clientID, c.version = true, p.ClientID, version
+		ctx.Send(c.cfg.Root, &session.ClientBack{ClientID: c.clientID})
 	case p.ClientID != "" && p.ClientID != c.clientID:
 		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: this connection is client %s, not %s", c.clientID, p.ClientID))
 		return
