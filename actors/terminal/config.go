@@ -1,6 +1,7 @@
 package terminal
 
 import (
+	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -37,12 +38,19 @@ type Config struct {
 	ZshFolderAsFound bool
 	// Home is the folder a client's terminal opens in when it names none. Default
 	// the host's home folder.
-	Home   string
+	Home string
+	// Logger gets the terminals' logs. Default: they are dropped.
 	Logger *slog.Logger
 	// Sessions finds the members of a terminal's session when it ends; one for all
 	// the host's terminals, so shells ended together share one look at the process
 	// table. Default: a scanner of the terminal's own.
 	Sessions *pty.SessionScanner
+
+	// wrapOutput and wrapInput, set only by this package's tests, stand in front of
+	// a process's output and input, so a test can make the output reader or the
+	// input pump panic as a bug in them would.
+	wrapOutput func(io.Reader) io.Reader
+	wrapInput  func(io.Writer) io.Writer
 }
 
 // WithDefaults is c with each zero value replaced by its default.

@@ -55,7 +55,7 @@ func TestInputPumpKeepsOrderAcrossAFullBuffer(t *testing.T) {
 		p.push([]byte(s))
 		want.WriteString(s)
 	}
-	p.attach(w)
+	p.attach(w, nil)
 	for _, s := range []string{"a", "bcdefgh", "ij", "klmnopqrstuvwxyz", "0"} {
 		p.push([]byte(s))
 		want.WriteString(s)

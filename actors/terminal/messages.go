@@ -115,9 +115,20 @@ type StartFailed struct {
 	Err      *messages.Error
 }
 
+// HolderQuery asks the root for the actor of the session a claim names, so that the
+// terminal's claim actor can watch it; the answer is a *Holder.
+type HolderQuery struct{ Session string }
+
+// Holder answers HolderQuery. PID is nil when no session of that URI runs on this
+// host (an agent backend's session, say).
+type Holder struct {
+	Session string
+	PID     *actor.PID
+}
+
 // Internal messages.
 
-// From the shell actor.
+// From the shell actor (shellOutput straight from its reader) to the terminal.
 type (
 	// shellOutput is decoded output from the shell's reader.
 	shellOutput struct{ data string }
@@ -125,8 +136,12 @@ type (
 	shellDrained struct{}
 	// shellExited carries the process's exit status.
 	shellExited struct{ exit pty.Exit }
-	// shellFailed says the process could not be started.
-	shellFailed struct{ err error }
+	// shellFailed says the process could not be started; folder says the working
+	// folder was why.
+	shellFailed struct {
+		err    error
+		folder bool
+	}
 	// shellStarted says the process runs.
 	shellStarted struct{ pid int }
 )
@@ -140,17 +155,45 @@ type (
 	shellCloseOutput struct{}
 	shellReleased    struct{}
 	shellKill        struct{}
-	// shellCrash makes the shell actor panic, to test supervision.
-	shellCrash struct{}
+)
+
+// From the shell actor's goroutines to it.
+type (
+	// outputEnded says the reader reached the end of the output.
+	outputEnded struct{}
+	// processExited carries the exit waiter's status.
+	processExited struct{ exit pty.Exit }
+	// partFailed says one of the goroutines panicked.
+	partFailed struct {
+		part   string
+		reason any
+	}
+)
+
+// Between the terminal and its claim actor.
+type (
+	// claimAsk asks whether clientID may set the claim to next; the answer is a
+	// *claimVerdict, sent to the terminal in the order of the asks.
+	claimAsk struct {
+		clientID string
+		next     messages.Claim
+	}
+	// claimVerdict answers claimAsk: refusal is the reason for the client, "" when
+	// the claim is taken.
+	claimVerdict struct{ refusal string }
+	// claimReleased says the claim actor let the claim go from "from" to "to"
+	// because its holder went; why is the sentence for the clients.
+	claimReleased struct {
+		from, to messages.Claim
+		why      string
+	}
 )
 
 // The terminal's own timers.
 type (
-	// listTimeout lists a terminal whose shell has said nothing for ten seconds.
+	// listTimeout lists a pseudoterminal whose shell has said nothing for
+	// Config.ListTimeout.
 	listTimeout struct{}
 	// drainTimeout ends the wait for output once the process has exited.
 	drainTimeout struct{}
 )
-
-// childrenQuery asks a terminal for its children (its shell), for tests.
-type childrenQuery struct{}

@@ -2,9 +2,10 @@ package terminal
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
-	"sync"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -13,39 +14,83 @@ import (
 	"github.com/termhost/termhost/pty"
 )
 
-// shellHandle is what must outlive a shell actor's restart: the process and its
-// input pump. The shell actor's producer closes over it, so a restarted instance finds
-// the process it is to re-attach to.
-type shellHandle struct {
-	spec     pty.Spec
-	startErr error // a failure decided before starting (an unusable folder)
+// The parts of a shell actor that run on goroutines of their own, as its failures
+// name them.
+const (
+	partReader = "output reader"
+	partWaiter = "exit waiter"
+	partPump   = "input pump"
+)
+
+// shellProcess is what outlives a shell actor's restart: the process and where the
+// goroutines serving it stand. newShell makes it with the actor's props, whose
+// producer closes over it, so a restarted instance finds the process it is to keep.
+// Only the shell actor's instances, one at a time, read or change its fields, so it
+// needs no lock; a goroutine is handed what it uses when it starts. The terminal
+// keeps only the input pump, to push typed input into it.
+type shellProcess struct {
+	spec pty.Spec
+	// dirErr is a failure decided before the start: a working folder that
+	// resolveDir refused.
+	dirErr   error
 	logger   *slog.Logger
+	terminal *actor.PID
 	// killGrace is the time between SIGHUP and SIGKILL when the process is ended.
 	killGrace time.Duration
 	// sessions finds an exited shell's session members, one pass for the host's
 	// terminals ended at the same time.
 	sessions *pty.SessionScanner
-	// input takes everything written to the process, from the terminal and the
-	// shell actor alike; it is made with the handle, so a write made before the
-	// process starts waits in it, in order, and goes first.
+	// input takes everything written to the process. It is made with the record, so
+	// what is pushed before the process starts waits in it, in order, and goes
+	// first.
 	input *inputPump
+	// wrapOutput and wrapInput stand in front of the process's output and input;
+	// only this package's tests set them (Config.wrapOutput, Config.wrapInput), to
+	// make a reader or the pump fail as a bug would.
+	wrapOutput func(io.Reader) io.Reader
+	wrapInput  func(io.Writer) io.Writer
 
-	mu       sync.Mutex // guards the fields below
-	started  bool
-	released bool
-	proc     pty.Process
+	tried  bool        // the start was tried, which happens once in the record's life
+	proc   pty.Process // nil until started, and when the start failed
+	reader partState
+	waiter partState
+	ending bool // the process is being ended for good
 }
 
-// shell owns one process: it starts it, writes to it, resizes and signals it, and
-// runs the two goroutines that report back as messages to the terminal: the reader
-// (output, then drained) and the waiter (the exit status).
-type shell struct {
-	handle   *shellHandle
-	terminal *actor.PID
-}
+// partState is where a goroutine serving the process stands.
+type partState int
 
-func newShellProps(h *shellHandle, terminal *actor.PID) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &shell{handle: h, terminal: terminal} })
+const (
+	partIdle    partState = iota // not running: not started yet, or ended by a panic
+	partRunning                  // running
+	partDone                     // its job is over: the output ended, the exit is known
+)
+
+// shell is the shell actor: it starts its process, writes to it, resizes, signals
+// and ends it, and owns the goroutines that serve it: the output reader, the exit
+// waiter and the input pump's writer. Each reports its end, and a panic, to this
+// actor, which reports to the terminal; a panic is recovered where it happened and
+// becomes a failure of this actor, so the terminal's supervisor restarts it. The
+// restarted instance keeps the process (which must outlive any failure of ours) and
+// starts again only the goroutines that panicked: a new reader carries on from where
+// the failed one stopped, since what it had not read is still in the kernel's
+// buffer, and nothing is read twice.
+//
+// Output does not pass through this actor's mailbox: the reader sends each chunk to
+// the terminal itself, as the terminal pushes input into the pump itself, because a
+// hop through a second mailbox would cost every chunk, and every keystroke's echo,
+// a goroutine hand-off for nothing. The end of the output still comes through here,
+// after the last chunk: the reader sent that chunk to the terminal before it told
+// this actor, which tells the terminal only then, so the terminal has it first.
+type shell struct{ p *shellProcess }
+
+// newShell makes the props of a shell actor that runs spec and reports to terminal,
+// and the input pump that the actor will own; the terminal pushes typed input into
+// it directly (see terminal.input).
+func newShell(cfg Config, spec pty.Spec, dirErr error, terminal *actor.PID) (*actor.Props, *inputPump) {
+	p := &shellProcess{spec: spec, dirErr: dirErr, logger: cfg.Logger, terminal: terminal, killGrace: cfg.KillGrace,
+		sessions: cfg.Sessions, input: newInputPump(cfg.Logger), wrapOutput: cfg.wrapOutput, wrapInput: cfg.wrapInput}
+	return actor.PropsFromProducer(func() actor.Actor { return &shell{p: p} }), p.input
 }
 
 func (s *shell) Receive(ctx actor.Context) {
@@ -53,116 +98,170 @@ func (s *shell) Receive(ctx actor.Context) {
 	case *actor.Started:
 		s.start(ctx)
 	case *shellWrite:
-		s.handle.input.push(m.data)
+		s.p.input.push(m.data)
 	case *shellResize:
-		if p := s.process(); p != nil {
-			if err := p.Resize(m.cols, m.rows); err != nil {
-				s.handle.logger.Debug("resize failed", "err", err)
-			}
-		}
+		s.resize(m)
 	case *shellInterrupt:
-		// Only with a child pid: signalling group 0 would signal the host's own group.
-		if p := s.process(); p != nil && p.Pid() > 0 {
-			if err := p.Signal(syscall.SIGINT); err != nil {
-				s.handle.logger.Debug("interrupt failed", "err", err)
-			}
-		}
+		s.interrupt()
 	case *shellCloseOutput:
-		if p := s.process(); p != nil {
-			_ = p.CloseOutput()
+		if s.p.proc != nil {
+			_ = s.p.proc.CloseOutput()
 		}
-	case *shellTerminate:
-		// End and reap the process off the mailbox, then stop: the terminal, and the
-		// host's shutdown, wait for this actor's end, so they wait for the reaping too.
-		self, system := ctx.Self(), ctx.ActorSystem()
-		go func() {
-			s.release()
-			system.Root.Send(self, &shellReleased{})
-		}()
 	case *shellKill:
 		// The process ends; the terminal hears of it as of any exit.
-		if p := s.process(); p != nil {
-			grace := s.handle.killGrace
-			go pty.Terminate(p, grace, s.handle.sessions)
+		if s.p.proc != nil {
+			go pty.Terminate(s.p.proc, s.p.killGrace, s.p.sessions)
 		}
+	case *shellTerminate:
+		s.terminate(ctx)
 	case *shellReleased:
 		ctx.Stop(ctx.Self())
+	case *outputEnded:
+		s.p.reader = partDone
+		ctx.Send(s.p.terminal, &shellDrained{})
+	case *processExited:
+		s.p.waiter = partDone
+		ctx.Send(s.p.terminal, &shellExited{exit: m.exit})
+	case *partFailed:
+		s.partFailed(m)
+	case *actor.Restarting:
+		// Nothing to release: the process, and the goroutines still serving it,
+		// belong to the record and carry on; the next instance restarts the part
+		// that failed.
 	case *actor.Stopped:
-		// Stopped without a terminate (the actor system itself stopping): end the
-		// process here rather than leave it running unowned.
-		s.release()
-	case *shellCrash:
-		panic("shell actor: crash requested by a test")
+		// Stopped without a terminate (the actor system stopping, or the supervisor
+		// giving up on this actor): end the process here rather than leave it
+		// running unowned.
+		if !s.p.ending {
+			s.p.ending = true
+			s.p.input.close()
+			release(s.p.proc, s.p.killGrace, s.p.sessions)
+		}
 	}
 }
 
-func (s *shell) process() pty.Process {
-	s.handle.mu.Lock()
-	defer s.handle.mu.Unlock()
-	return s.handle.proc
-}
-
-// start starts the process, or, after a restart, finds it already running: the reader
-// and waiter goroutines report to the terminal, not to this instance, so they carry on.
+// start starts the process the first time; every time, the first and after a
+// restart, it starts whichever of the process's goroutines is not running.
 func (s *shell) start(ctx actor.Context) {
-	h := s.handle
-	h.mu.Lock()
-	if h.started {
-		h.mu.Unlock()
+	p := s.p
+	if !p.tried {
+		p.tried = true
+		if p.dirErr != nil {
+			ctx.Send(p.terminal, &shellFailed{err: p.dirErr, folder: true})
+			return
+		}
+		proc, err := pty.Start(p.spec)
+		if err != nil {
+			// A folder that went away between resolveDir and the start is the
+			// folder's failure too.
+			ctx.Send(p.terminal, &shellFailed{err: err, folder: errors.Is(err, pty.ErrNoDir)})
+			return
+		}
+		p.proc = proc
+		ctx.Send(p.terminal, &shellStarted{pid: proc.Pid()})
+	}
+	if p.proc == nil {
 		return
 	}
-	h.started = true
-	if h.startErr != nil {
-		h.mu.Unlock()
-		ctx.Send(s.terminal, &shellFailed{err: h.startErr})
-		return
+	system, self := ctx.ActorSystem(), ctx.Self()
+	fail := func(part string) func(any) {
+		return func(reason any) {
+			p.logger.Error("shell goroutine panicked", "part", part, "panic", reason, "stack", string(debug.Stack()))
+			system.Root.Send(self, &partFailed{part: part, reason: reason})
+		}
 	}
-	proc, err := pty.Start(h.spec)
-	if err != nil {
-		h.mu.Unlock()
-		ctx.Send(s.terminal, &shellFailed{err: err})
-		return
+	if p.reader == partIdle {
+		p.reader = partRunning
+		out := p.proc.Output()
+		if p.wrapOutput != nil {
+			out = p.wrapOutput(out)
+		}
+		go readOutput(system, p.terminal, self, out, fail(partReader))
 	}
-	h.proc = proc
-	h.mu.Unlock()
-	h.input.attach(proc)
+	if p.waiter == partIdle {
+		p.waiter = partRunning
+		go waitExit(system, self, p.proc, fail(partWaiter))
+	}
+	var in io.Writer = p.proc
+	if p.wrapInput != nil {
+		in = p.wrapInput(in)
+	}
+	p.input.attach(in, fail(partPump))
+}
 
-	system, term := ctx.ActorSystem(), s.terminal
-	ctx.Send(term, &shellStarted{pid: proc.Pid()})
-	go readOutput(system, term, proc.Output())
+// partFailed turns a goroutine's panic into this actor's failure, for the
+// supervisor to restart it; the pump keeps its own state (see inputPump.attach).
+func (s *shell) partFailed(m *partFailed) {
+	switch m.part {
+	case partReader:
+		s.p.reader = partIdle
+	case partWaiter:
+		s.p.waiter = partIdle
+	}
+	panic(fmt.Errorf("the shell's %s panicked: %v", m.part, m.reason))
+}
+
+func (s *shell) resize(m *shellResize) {
+	if s.p.proc == nil {
+		return
+	}
+	if err := s.p.proc.Resize(m.cols, m.rows); err != nil {
+		s.p.logger.Debug("resize failed", "err", err)
+	}
+}
+
+func (s *shell) interrupt() {
+	// Only with a child pid: signalling group 0 would signal the host's own group.
+	if p := s.p.proc; p != nil && p.Pid() > 0 {
+		if err := p.Signal(syscall.SIGINT); err != nil {
+			s.p.logger.Debug("interrupt failed", "err", err)
+		}
+	}
+}
+
+// terminate ends and reaps the process off the mailbox, then stops this actor: the
+// terminal, and the host's shutdown, wait for this actor's end, so they wait for
+// the reaping too.
+func (s *shell) terminate(ctx actor.Context) {
+	if s.p.ending {
+		return
+	}
+	s.p.ending = true
+	s.p.input.close()
+	proc, grace, sessions := s.p.proc, s.p.killGrace, s.p.sessions
+	self, system := ctx.Self(), ctx.ActorSystem()
 	go func() {
-		exit := proc.Wait()
-		system.Root.Send(term, &shellExited{exit: exit})
+		release(proc, grace, sessions)
+		system.Root.Send(self, &shellReleased{})
 	}()
 }
 
 // release ends the process group (SIGHUP, then SIGKILL after the grace) and frees
-// every descriptor once it has been reaped. It runs when the shell actor stops for
-// good, which is when its terminal is disposed or the host shuts down.
-func (s *shell) release() {
-	h := s.handle
-	h.mu.Lock()
-	proc := h.proc
-	released := h.released
-	h.released = true
-	h.mu.Unlock()
-	h.input.close()
-	if proc == nil || released {
+// every descriptor once the exit waiter has reaped it.
+func release(proc pty.Process, grace time.Duration, sessions *pty.SessionScanner) {
+	if proc == nil {
 		return
 	}
-	pty.Terminate(proc, h.killGrace, h.sessions)
+	pty.Terminate(proc, grace, sessions)
 	<-proc.Done()
 	_ = proc.Close()
 }
 
-// readOutput turns the process's output into messages: decoded text, then drained.
-// One decoder for the one stream, so a character split across reads arrives whole.
+// readOutput turns the process's output into messages: each decoded chunk straight
+// to the terminal, then the end of the output to the shell actor. One decoder for
+// the one stream, so a character split across reads arrives whole. A panic ends it
+// through fail; what the failed read held is lost, nothing after it.
 //
 // The buffer follows the output: a quiet terminal reads into a small one, so a
 // thousand idle shells do not each hold a flood's worth; a read that fills it starts
 // a flood, which gets a large one (the reader gathers into it, see pty), dropped
 // again when the output goes quiet.
-func readOutput(system *actor.ActorSystem, term *actor.PID, out io.Reader) {
+func readOutput(system *actor.ActorSystem, term, shell *actor.PID, out io.Reader, fail func(any)) {
+	defer func() {
+		if r := recover(); r != nil {
+			fail(r)
+		}
+	}()
 	const quietSize, floodSize = 4 << 10, 64 << 10
 	var dec pty.UTF8Decoder
 	buf := make([]byte, quietSize)
@@ -177,7 +276,7 @@ func readOutput(system *actor.ActorSystem, term *actor.PID, out io.Reader) {
 			if tail := dec.Flush(); tail != "" {
 				system.Root.Send(term, &shellOutput{data: tail})
 			}
-			system.Root.Send(term, &shellDrained{})
+			system.Root.Send(shell, &outputEnded{})
 			return
 		}
 		switch {
@@ -189,125 +288,13 @@ func readOutput(system *actor.ActorSystem, term *actor.PID, out io.Reader) {
 	}
 }
 
-// inputPump writes input to the process. A write the process can take at once is
-// made by the caller (a keystroke goes straight to the terminal, with no hand-off);
-// what it cannot take yet, or what comes before the process is attached, is queued
-// for the pump's own goroutine, so a child that does not read its input never blocks
-// the shell actor's or the terminal's mailbox.
-type inputPump struct {
-	logger *slog.Logger
-
-	mu      sync.Mutex // guards the fields below
-	w       io.Writer  // the process; nil until attach
-	try     tryWriter  // w's non-blocking write, or nil: everything goes through the queue
-	queue   [][]byte
-	writing bool // a write is under way, by the pump or a caller; the next waits
-	closed  bool
-	wake    chan struct{}
-}
-
-// tryWriter writes what it can without waiting; it reports a full buffer as
-// syscall.EAGAIN with the count written so far.
-type tryWriter interface {
-	TryWrite(b []byte) (int, error)
-}
-
-func newInputPump(logger *slog.Logger) *inputPump {
-	return &inputPump{logger: logger, wake: make(chan struct{}, 1)}
-}
-
-// attach gives the pump its process and starts its goroutine; what was pushed before
-// is written first, in order.
-func (p *inputPump) attach(w io.Writer) {
-	p.mu.Lock()
-	if p.closed || p.w != nil {
-		p.mu.Unlock()
-		return
-	}
-	p.w = w
-	p.try, _ = w.(tryWriter)
-	p.mu.Unlock()
-	go p.run()
-	p.signal()
-}
-
-func (p *inputPump) push(b []byte) {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return
-	}
-	if p.try == nil || p.writing || len(p.queue) > 0 {
-		p.queue = append(p.queue, b)
-		p.mu.Unlock()
-		p.signal()
-		return
-	}
-	p.writing = true
-	p.mu.Unlock()
-
-	n, err := p.try.TryWrite(b)
-	if err != nil && !errors.Is(err, syscall.EAGAIN) {
-		p.logWriteError(err)
-		n = len(b) // the process is gone or refuses input; the rest would fail too
-	}
-
-	p.mu.Lock()
-	p.writing = false
-	if n < len(b) && !p.closed {
-		p.queue = append([][]byte{b[n:]}, p.queue...)
-	}
-	queued := len(p.queue) > 0
-	p.mu.Unlock()
-	if queued {
-		p.signal()
-	}
-}
-
-func (p *inputPump) signal() {
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (p *inputPump) close() {
-	p.mu.Lock()
-	p.closed = true
-	p.queue = nil
-	p.mu.Unlock()
-	p.signal()
-}
-
-func (p *inputPump) run() {
-	for range p.wake {
-		for {
-			p.mu.Lock()
-			if p.closed {
-				p.mu.Unlock()
-				return
-			}
-			if len(p.queue) == 0 || p.writing {
-				// A caller writing now signals again when it leaves anything queued.
-				p.mu.Unlock()
-				break
-			}
-			b, w := p.queue[0], p.w
-			p.queue = p.queue[1:]
-			p.writing = true
-			p.mu.Unlock()
-			if _, err := w.Write(b); err != nil {
-				p.logWriteError(err)
-			}
-			p.mu.Lock()
-			p.writing = false
-			p.mu.Unlock()
+// waitExit is the process's one Wait; the status goes to the shell actor.
+func waitExit(system *actor.ActorSystem, shell *actor.PID, proc pty.Process, fail func(any)) {
+	defer func() {
+		if r := recover(); r != nil {
+			fail(r)
 		}
-	}
-}
-
-func (p *inputPump) logWriteError(err error) {
-	if !errors.Is(err, io.ErrClosedPipe) {
-		p.logger.Debug("input write failed", "err", err)
-	}
+	}()
+	exit := proc.Wait()
+	system.Root.Send(shell, &processExited{exit: exit})
 }

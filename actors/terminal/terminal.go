@@ -1,7 +1,6 @@
 package terminal
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,12 +26,21 @@ const (
 )
 
 // terminal is one terminal channel. It owns the TerminalState (folded with the
-// clients' reducer), the capped scrollback, the subscribers, and supervises the shell
-// actor that owns the process.
+// clients' reducer), the capped scrollback and the subscribers, and supervises its
+// two children: the shell actor, which owns the process, and the claim actor, which
+// decides who holds the terminal.
+//
+// Its phases are behaviours (actor.Behavior), each a function below: starting (the
+// shell actor is starting the process), running, draining (one of the process's two
+// ends, its exit status and the end of its output, has come; the other completes
+// it), exited (terminal/exited has gone out), and, from any of them, disposed (the
+// process is being ended; the actor stops once it is) or failed (the process could
+// not be started; the root stops the actor).
 type terminal struct {
-	cfg     Config
-	journal *delivery.Journal
-	create  *Create
+	cfg      Config
+	journal  *delivery.Journal
+	create   *Create
+	behavior actor.Behavior
 	// configShell is root config's defaultShell when this machine can run it.
 	configShell string
 
@@ -40,21 +48,36 @@ type terminal struct {
 	state      messages.TerminalState
 	scrollback messages.Scrollback
 	subs       map[delivery.Subscriber]bool
-	shell      *actor.PID
 	usePty     bool
 
+	shell *actor.PID
+	// input is the shell actor's input pump. Typed input is pushed into it from
+	// here, not sent through the shell actor's mailbox: a keystroke then costs one
+	// non-blocking write on this goroutine rather than a hand-off to the shell
+	// actor's goroutine first (BenchmarkTerminalKeystrokeEcho measures the round
+	// trip). The shell actor still owns the pump: it attaches it to the process,
+	// starts its goroutine again after a panic, and closes it; a panic in a write
+	// made from here is recovered by the pump and fails the shell actor, not this
+	// one.
+	input *inputPump
+	claim *actor.PID
+
+	// listed says the terminal is on the root list and its create answered. It is
+	// not a phase: every phase handles the channel the same before and after it.
 	listed       bool
 	createWaiter *actor.PID
-	// startErr is why the process could not be started, for the create's answer
-	// once the create has reached this actor.
+	// startErr is why the process could not be started (the failed phase), for the
+	// create's answer once the create has reached this actor.
 	startErr *messages.Error
-
+	// exit is how the process ended, once known.
 	exit       *pty.Exit
-	drained    bool
-	announced  bool
-	disposed   bool
 	listTimer  *time.Timer
 	drainTimer *time.Timer
+
+	// deciding is the terminal/claimed the claim actor is deciding, and held the
+	// dispatches that came after it, applied in order once it is decided.
+	deciding *channel.Dispatch
+	held     []*channel.Dispatch
 
 	// Under a pseudoterminal: the headless screen (fed in order on its own goroutine)
 	// and the shell integration's command tracker. Both nil on pipes.
@@ -67,9 +90,6 @@ type terminal struct {
 	tracker    *integration.Tracker
 
 	system *actor.ActorSystem
-	// handle is the shell actor's process and input pump; typed input goes to the
-	// pump directly (see send), everything else through the shell actor.
-	handle *shellHandle
 	// watcher is the session that opened this terminal, if one did.
 	watcher *actor.PID
 }
@@ -80,123 +100,174 @@ type terminal struct {
 func NewProps(cfg Config, m *Create, defaultShell string) *actor.Props {
 	cfg = cfg.withDefaults()
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &terminal{cfg: cfg, journal: cfg.Journal, create: m, configShell: defaultShell, uri: m.URI, subs: map[delivery.Subscriber]bool{}}
-	}, actor.WithSupervisor(shellSupervisor()))
+		t := &terminal{cfg: cfg, journal: cfg.Journal, create: m, configShell: defaultShell, uri: m.URI, subs: map[delivery.Subscriber]bool{}}
+		t.behavior.Become(t.starting)
+		return t
+	}, actor.WithSupervisor(childSupervisor()))
 }
 
-// shellSupervisor restarts a shell actor that panicked; the new instance re-attaches
-// to the same process, which lives in the handle the producer closes over.
-func shellSupervisor() actor.SupervisorStrategy {
+// childSupervisor restarts a child that panicked, up to ten times a minute, then
+// stops it. A restarted shell actor keeps the process and a restarted claim actor
+// the claim: both live in a record the child's producer closes over.
+func childSupervisor() actor.SupervisorStrategy {
 	return actor.NewOneForOneStrategy(10, time.Minute, func(reason interface{}) actor.Directive {
 		return actor.RestartDirective
 	})
 }
 
-func (t *terminal) Receive(ctx actor.Context) {
+func (t *terminal) Receive(ctx actor.Context) { t.behavior.Receive(ctx) }
+
+// starting: the shell actor is starting the process.
+func (t *terminal) starting(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		t.system = ctx.ActorSystem()
 		t.start(ctx)
-	case *Create:
-		t.createWaiter = ctx.Sender()
-		if t.startErr != nil {
-			t.reportStartFailure(ctx)
-		} else if t.listed {
-			t.answerCreate(ctx)
-		}
-	case *channel.Subscribe:
-		if t.startErr != nil {
-			// Reached before the host let go of it: there is no terminal to read.
-			ctx.Respond(&channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s on this host", t.uri)})
-			return
-		}
-		t.scrollback.Settle(&t.state)
-		t.subs[m.Sub] = true
-		ctx.Respond(&channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: t.uri, State: t.state.Clone(), FromSeq: t.journal.Current()}, Terminal: ctx.Self()})
-	case *channel.Unsubscribe:
-		delete(t.subs, m.Sub)
-	case *channel.Dispatch:
-		t.dispatch(ctx, m)
 	case *shellStarted:
+		t.behavior.Become(t.running)
 		if !t.usePty {
 			// A shell on pipes prints nothing until it is given something to run, so it
 			// is listed at once (seed: "Who opens one").
 			t.list(ctx)
 		}
+	case *shellFailed:
+		t.startFailed(ctx, m)
+	default:
+		t.live(ctx)
+	}
+}
+
+// running: the process runs and its output is read.
+func (t *terminal) running(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
 	case *shellOutput:
 		t.output(ctx, m.data)
 		t.list(ctx)
-	case *shellDrained:
-		t.drained = true
-		t.maybeAnnounceExit(ctx)
 	case *shellExited:
-		if t.exit == nil {
-			e := m.exit
-			t.exit = &e
-			if !t.drained {
-				self := ctx.Self()
-				t.drainTimer = time.AfterFunc(t.cfg.DrainGrace, func() { ctx.ActorSystem().Root.Send(self, &drainTimeout{}) })
-			}
-		}
-		t.maybeAnnounceExit(ctx)
-	case *shellFailed:
-		if !t.disposed && !t.isFolderFailure(m.err) {
-			// The process itself could not be started (the shell cannot be executed,
-			// no pseudoterminal, no descriptor left): the create fails, and there is
-			// no terminal to list.
-			t.startErr = messages.Errorf(messages.CodeInternalError, "%s", capitalize(m.err.Error()))
-			t.reportStartFailure(ctx)
-			return
-		}
-		// A folder that is not there is a shell that fails to start, not a refusal:
-		// the failure is written into the terminal's own output, with exit code 127 as
-		// a shell reports a command it cannot run (seed: "Where it runs").
-		t.output(ctx, fmt.Sprintf("termhost: %v\r\n", m.err))
-		t.exit = &pty.Exit{Code: 127}
-		t.drained = true
-		t.maybeAnnounceExit(ctx)
+		t.behavior.Become(t.draining)
+		t.recordExit(m.exit)
+		self, system := ctx.Self(), ctx.ActorSystem()
+		t.drainTimer = time.AfterFunc(t.cfg.DrainGrace, func() { system.Root.Send(self, &drainTimeout{}) })
+	case *shellDrained:
+		t.behavior.Become(t.draining)
+	default:
+		t.live(ctx)
+	}
+}
+
+// draining: the process has exited and its output is still read (a background job
+// may hold the terminal open; DrainGrace bounds the wait), or its output has ended
+// and its exit status is on the way. The other end completes it.
+func (t *terminal) draining(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *shellOutput:
+		t.output(ctx, m.data)
+		t.list(ctx)
+	case *shellExited:
+		t.recordExit(m.exit)
+		t.announceExit(ctx)
+	case *shellDrained:
+		t.announceExit(ctx)
 	case *drainTimeout:
-		if !t.drained {
-			t.cfg.Logger.Info("output still open after the shell exited; closing it", "terminal", t.uri, "grace", t.cfg.DrainGrace)
-			ctx.Send(t.shell, &shellCloseOutput{})
+		t.cfg.Logger.Info("output still open after the shell exited; closing it", "terminal", t.uri, "grace", t.cfg.DrainGrace)
+		ctx.Send(t.shell, &shellCloseOutput{})
+	default:
+		t.live(ctx)
+	}
+}
+
+// exited: terminal/exited has gone out; nothing more comes from the process.
+func (t *terminal) exited(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *shellOutput, *shellExited, *shellDrained, *drainTimeout:
+	case *actor.Terminated:
+		t.claimStopped(ctx, m)
+	default:
+		t.live(ctx)
+	}
+}
+
+// disposed: gone for its clients; the shell actor is ending the process, and the
+// terminal stops once it has.
+func (t *terminal) disposed(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Terminated:
+		if samePID(t.shell, m.Who) {
+			ctx.Stop(ctx.Self())
+		}
+	case *channel.Subscribe:
+		t.subscribe(ctx, m)
+	case *SnapshotQuery:
+		t.snapshotQuery(ctx)
+	case *ScreenQuery:
+		t.screenQuery(ctx, m, false)
+	case *actor.Stopping:
+		t.stopping()
+	}
+}
+
+// failed: the process could not be started; the root answers the create with why
+// and stops the terminal. Nothing else happens on it meanwhile.
+func (t *terminal) failed(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *Create:
+		t.createWaiter = ctx.Sender()
+		t.reportStartFailure(ctx)
+	case *channel.Subscribe:
+		// Reached before the root let go of it: there is no terminal to read.
+		ctx.Respond(&channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s on this host", t.uri)})
+	case *actor.Stopping:
+		t.stopping()
+	}
+}
+
+// live handles what every phase but disposed and failed handles alike.
+func (t *terminal) live(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *channel.Dispatch:
+		t.dispatch(ctx, m)
+	case *channel.Subscribe:
+		t.subscribe(ctx, m)
+	case *channel.Unsubscribe:
+		delete(t.subs, m.Sub)
+	case *Write:
+		if t.exit == nil {
+			t.writeInput(ctx, m.Data)
+		}
+	case *claimVerdict:
+		t.claimDecided(ctx, m)
+	case *claimReleased:
+		t.applyRelease(ctx, m)
+	case *Create:
+		t.createWaiter = ctx.Sender()
+		if t.listed {
+			t.answerCreate(ctx)
 		}
 	case *listTimeout:
 		t.list(ctx)
-	case *Dispose:
-		t.dispose(ctx)
-	case *actor.Terminated:
-		if t.disposed {
-			ctx.Stop(ctx.Self())
-		}
-	case *actor.Stopping:
-		t.stopTimers()
-		if t.feeder != nil {
-			t.feeder.close()
-		}
+	case *SnapshotQuery:
+		t.snapshotQuery(ctx)
+	case *ScreenQuery:
+		t.screenQuery(ctx, m, true)
 	case *Kill:
 		if t.exit == nil {
 			ctx.Send(t.shell, &shellKill{})
 		}
-	case *Write:
-		if t.exit == nil && !t.disposed {
-			t.writeInput(ctx, m.Data)
-		}
-	case *SnapshotQuery:
-		t.scrollback.Settle(&t.state)
-		st := t.state.Clone()
-		ctx.Respond(&st)
-	case *childrenQuery:
-		ctx.Respond(ctx.Children())
-	case *ScreenQuery:
-		info := &ScreenInfo{IsPty: t.usePty, WhenAltBuffer: Settled}
-		if t.modes != nil {
-			info.AltBuffer, info.BracketedPaste, info.WhenAltBuffer = t.modes.alt, t.modes.paste, t.modes.whenAlt
-		}
-		if m.Text {
-			t.ensureScreen(ctx)
-			info.Text = t.scr.Text()
-		}
-		ctx.Respond(info)
+	case *Dispose:
+		t.dispose(ctx)
+	case *actor.Terminated:
+		t.childStopped(ctx, m)
+	case *actor.Stopping:
+		t.stopping()
+	}
+}
+
+// stopping: the actor stops (disposed, failed, or its parent stopping); its
+// children's ends are no news any more.
+func (t *terminal) stopping() {
+	t.behavior.Become(func(actor.Context) {})
+	t.stopTimers()
+	if t.feeder != nil {
+		t.feeder.close()
 	}
 }
 
@@ -209,7 +280,35 @@ func (t *terminal) stopTimers() {
 	}
 }
 
+func (t *terminal) subscribe(ctx actor.Context, m *channel.Subscribe) {
+	t.scrollback.Settle(&t.state)
+	t.subs[m.Sub] = true
+	ctx.Respond(&channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: t.uri, State: t.state.Clone(), FromSeq: t.journal.Current()}, Terminal: ctx.Self()})
+}
+
+func (t *terminal) snapshotQuery(ctx actor.Context) {
+	t.scrollback.Settle(&t.state)
+	st := t.state.Clone()
+	ctx.Respond(&st)
+}
+
+// screenQuery answers m; live says the screen may be made for the text.
+func (t *terminal) screenQuery(ctx actor.Context, m *ScreenQuery, live bool) {
+	info := &ScreenInfo{IsPty: t.usePty, WhenAltBuffer: Settled}
+	if t.modes != nil {
+		info.AltBuffer, info.BracketedPaste, info.WhenAltBuffer = t.modes.alt, t.modes.paste, t.modes.whenAlt
+	}
+	if m.Text {
+		if live {
+			t.ensureScreen(ctx)
+		}
+		info.Text = t.scr.Text()
+	}
+	ctx.Respond(info)
+}
+
 func (t *terminal) start(ctx actor.Context) {
+	t.system = ctx.ActorSystem()
 	m := t.create
 	t.usePty = t.cfg.UsePty
 	t.watcher = m.Watcher
@@ -259,13 +358,12 @@ func (t *terminal) start(ctx actor.Context) {
 	if t.usePty {
 		t.listTimer = time.AfterFunc(t.cfg.ListTimeout, func() { ctx.ActorSystem().Root.Send(self, &listTimeout{}) })
 		t.prepareIntegration(&spec)
-	}
-	t.handle = &shellHandle{spec: spec, startErr: dirErr, logger: t.cfg.Logger, killGrace: t.cfg.KillGrace, sessions: t.cfg.Sessions,
-		input: newInputPump(t.cfg.Logger)}
-	t.shell = ctx.Spawn(newShellProps(t.handle, self))
-	if t.usePty {
 		t.modes = newModeTracker()
 	}
+	props, input := newShell(t.cfg, spec, dirErr, self)
+	t.input = input
+	t.shell = ctx.Spawn(props)
+	t.claim = ctx.Spawn(newClaimProps(m.Claim, ctx.Parent()))
 }
 
 // ensureScreen makes the headless screen the first time it is needed: a program asked
@@ -273,7 +371,7 @@ func (t *terminal) start(ctx actor.Context) {
 // terminal kept so far (the scrollback), so it stands where a screen fed from the start
 // would, within the 200,000-character cap; an idle shell never pays for one.
 func (t *terminal) ensureScreen(ctx actor.Context) {
-	if t.scr != nil || !t.usePty || t.disposed {
+	if t.scr != nil || !t.usePty {
 		return
 	}
 	// The screen's answers to the program's queries (ESC[6n and the like) go back to
@@ -351,21 +449,32 @@ func boundSize(cols, rows int) (int, int, bool) {
 	return c, r, c != cols || r != rows
 }
 
-// isFolderFailure reports whether a failed start was the working folder's: one that
-// resolveDir refused, or one that went away before the start.
-func (t *terminal) isFolderFailure(err error) bool {
-	return (t.handle != nil && err == t.handle.startErr) || errors.Is(err, pty.ErrNoDir)
+// startFailed takes the shell actor's word that the process could not be started.
+func (t *terminal) startFailed(ctx actor.Context, m *shellFailed) {
+	if !m.folder {
+		// The process itself could not be started (the shell cannot be executed, no
+		// pseudoterminal, no descriptor left): the create fails, and there is no
+		// terminal to list.
+		t.behavior.Become(t.failed)
+		t.startErr = messages.Errorf(messages.CodeInternalError, "%s", capitalize(m.err.Error()))
+		t.subs = map[delivery.Subscriber]bool{}
+		t.stopTimers()
+		t.reportStartFailure(ctx)
+		return
+	}
+	// A folder that is not there is a shell that fails to start, not a refusal: the
+	// failure is written into the terminal's own output, with exit code 127 as a
+	// shell reports a command it cannot run (seed: "Where it runs").
+	t.output(ctx, fmt.Sprintf("termhost: %v\r\n", m.err))
+	t.recordExit(pty.Exit{Code: 127})
+	t.announceExit(ctx)
 }
 
-// reportStartFailure hands the failed start to the host, which answers the create
+// reportStartFailure hands the failed start to the root, which answers the create
 // with its error and stops this terminal, once the create has arrived (it may come
-// after the failure). The host takes the terminal off its registry before the
-// answer goes, so a subscribe sent after it finds no channel. Nothing else happens
-// on the terminal meanwhile.
+// after the failure). The root takes the terminal off its registry before the
+// answer goes, so a subscribe sent after it finds no channel.
 func (t *terminal) reportStartFailure(ctx actor.Context) {
-	t.disposed = true
-	t.subs = map[delivery.Subscriber]bool{}
-	t.stopTimers()
 	if t.createWaiter == nil {
 		return
 	}
@@ -382,7 +491,7 @@ func capitalize(s string) string {
 
 // list puts the terminal on the root list, once.
 func (t *terminal) list(ctx actor.Context) {
-	if t.listed || t.disposed {
+	if t.listed {
 		return
 	}
 	t.listed = true
@@ -402,7 +511,7 @@ func (t *terminal) answerCreate(ctx actor.Context) {
 }
 
 func (t *terminal) publishRow(ctx actor.Context) {
-	if !t.listed || t.disposed {
+	if !t.listed {
 		return
 	}
 	info := messages.TerminalInfo{Resource: t.uri, Title: t.state.Title, Claim: t.state.Claim, Lifecycle: t.state.Lifecycle, ExitCode: t.state.ExitCode, Meta: t.state.Meta}
@@ -417,15 +526,12 @@ func (t *terminal) apply(a *messages.Action) {
 }
 
 func (t *terminal) tellWatcher(a *messages.Action) {
-	if t.watcher != nil && t.system != nil {
+	if t.watcher != nil {
 		t.system.Root.Send(t.watcher, &Event{URI: t.uri, Action: a})
 	}
 }
 
 func (t *terminal) broadcast(env *messages.Envelope) {
-	if t.disposed {
-		return
-	}
 	frame := t.journal.Stamp(env)
 	for s := range t.subs {
 		s.Deliver(t.uri, frame)
@@ -436,7 +542,7 @@ func (t *terminal) broadcast(env *messages.Envelope) {
 // integration's marks are taken out of it and each event goes out where its mark
 // stood, after the output before it.
 func (t *terminal) output(ctx actor.Context, data string) {
-	if data == "" || t.disposed {
+	if data == "" {
 		return
 	}
 	if t.modes != nil {
@@ -466,16 +572,18 @@ func (t *terminal) output(ctx actor.Context, data string) {
 	}
 }
 
-func (t *terminal) maybeAnnounceExit(ctx actor.Context) {
-	if t.announced || t.exit == nil || !t.drained {
-		return
-	}
-	t.announced = true
+// recordExit keeps how the process ended: from now on input is refused.
+func (t *terminal) recordExit(exit pty.Exit) { t.exit = &exit }
+
+// announceExit sends terminal/exited, once the process has exited and its output
+// ended: the terminal is over.
+func (t *terminal) announceExit(ctx actor.Context) {
+	t.behavior.Become(t.exited)
 	if t.drainTimer != nil {
 		t.drainTimer.Stop()
 	}
 	// A mark still held when the shell exits goes out as output.
-	if t.tracker != nil && !t.disposed {
+	if t.tracker != nil {
 		for _, a := range t.tracker.Flush() {
 			t.apply(&a)
 		}
@@ -490,9 +598,6 @@ func (t *terminal) maybeAnnounceExit(ctx actor.Context) {
 		t.state.Meta["signal"] = t.exit.Signal
 	}
 	t.apply(a)
-	if t.disposed {
-		return
-	}
 	// An exit before anything was printed lists the terminal too.
 	if !t.listed {
 		t.list(ctx)
@@ -501,14 +606,47 @@ func (t *terminal) maybeAnnounceExit(ctx actor.Context) {
 	}
 }
 
+// childStopped hears that a child stopped for good before the terminal was
+// disposed: its supervisor gave up on it after repeated failures.
+func (t *terminal) childStopped(ctx actor.Context, m *actor.Terminated) {
+	if !samePID(t.shell, m.Who) {
+		t.claimStopped(ctx, m)
+		return
+	}
+	// The shell actor ended the process as it stopped; the terminal is over.
+	t.cfg.Logger.Warn("the shell actor failed too often and was stopped; its process was ended", "terminal", t.uri)
+	if t.exit == nil {
+		t.exit = &pty.Exit{Code: -1}
+	}
+	t.announceExit(ctx)
+}
+
+// claimStopped: with no claim actor, a claim can no longer be decided, and is
+// refused.
+func (t *terminal) claimStopped(ctx actor.Context, m *actor.Terminated) {
+	if !samePID(t.claim, m.Who) {
+		return
+	}
+	t.cfg.Logger.Warn("the claim actor failed too often and was stopped; claims are refused", "terminal", t.uri)
+	t.claim = nil
+	if t.deciding != nil {
+		t.claimDecided(ctx, &claimVerdict{refusal: "the terminal's claim cannot be changed now"})
+	}
+}
+
+func samePID(a, b *actor.PID) bool { return a != nil && b != nil && a.Id == b.Id }
+
 func (t *terminal) reject(m *channel.Dispatch, reason string) {
 	t.journal.Reject(m.Sub, t.uri, m.Raw, m.Origin, reason)
 }
 
+// dispatch takes a client's action. While the claim actor decides a
+// terminal/claimed, the dispatches after it wait (see claimDecided), so that the
+// channel carries every client's actions in the order they reached the terminal: a
+// claim followed by input from the same client is echoed claim first.
 func (t *terminal) dispatch(ctx actor.Context, m *channel.Dispatch) {
-	if t.disposed {
-		// Gone for its clients: as the host ignores a dispatch to a channel it no
-		// longer lists, so does a terminal reached directly while it winds down.
+	if t.deciding != nil {
+		t.held = append(t.held, m)
 		return
 	}
 	a := m.Action
@@ -557,16 +695,25 @@ func (t *terminal) dispatch(ctx actor.Context, m *channel.Dispatch) {
 			t.reject(m, err.Error())
 			return
 		}
-		if reason := t.claimRefusal(m.Origin.ClientID, *a.Claim); reason != "" {
-			t.reject(m, reason)
+		if t.claim == nil {
+			t.reject(m, "the terminal's claim cannot be changed now")
 			return
 		}
+		t.deciding = m
+		ctx.Send(t.claim, &claimAsk{clientID: m.Origin.ClientID, next: *a.Claim})
+		return
 	case messages.TerminalTitleChanged:
 		if a.Title == nil {
 			t.reject(m, "terminal/titleChanged needs a title")
 			return
 		}
 	}
+	t.accept(ctx, m, a, raw)
+}
+
+// accept folds a client's action into the state and echoes it, as raw, to every
+// subscriber.
+func (t *terminal) accept(ctx actor.Context, m *channel.Dispatch, a *messages.Action, raw []byte) {
 	t.scrollback.Apply(&t.state, a)
 	origin := m.Origin
 	t.broadcast(&messages.Envelope{Channel: t.uri, Action: raw, Origin: &origin})
@@ -576,24 +723,36 @@ func (t *terminal) dispatch(ctx actor.Context, m *channel.Dispatch) {
 	}
 }
 
-// claimRefusal says why a client may not set this claim, or "" if it may. A client
-// holds a terminal whose client claim names it (or names nobody); a session's
-// terminal can only be handed on within that session, as backgrounding it does.
-func (t *terminal) claimRefusal(clientID string, next messages.Claim) string {
-	cur := t.state.Claim
-	switch cur.Kind {
-	case messages.ClaimClient:
-		if cur.ClientID == "" || cur.ClientID == clientID {
-			return ""
-		}
-		return fmt.Sprintf("the terminal is claimed by client %s", cur.ClientID)
-	case messages.ClaimSession:
-		if next.Kind == messages.ClaimSession && next.Session == cur.Session {
-			return ""
-		}
-		return fmt.Sprintf("the terminal is claimed by session %s", cur.Session)
+// claimDecided applies the claim actor's verdict on the claim being decided, then
+// the dispatches held behind it, in order, until one is another claim.
+func (t *terminal) claimDecided(ctx actor.Context, v *claimVerdict) {
+	m := t.deciding
+	if m == nil {
+		return
 	}
-	return ""
+	t.deciding = nil
+	if v.refusal != "" {
+		t.reject(m, v.refusal)
+	} else {
+		t.accept(ctx, m, m.Action, m.Raw)
+	}
+	held := t.held
+	t.held = nil
+	for _, h := range held {
+		t.dispatch(ctx, h)
+	}
+}
+
+// applyRelease applies a release the claim actor decided, if the claim is still the
+// one released: the two actors see claims change in the same order, so it always
+// is, and the check only keeps a stale release from undoing a later claim.
+func (t *terminal) applyRelease(ctx actor.Context, m *claimReleased) {
+	if t.state.Claim != m.from {
+		return
+	}
+	to := m.to
+	t.apply(&messages.Action{Type: messages.TerminalClaimed, Claim: &to, Meta: map[string]any{"termhost": m.why}})
+	t.publishRow(ctx)
 }
 
 // writeInput sends typed input to the process. Pipes have no line discipline, so the
@@ -604,7 +763,7 @@ func (t *terminal) writeInput(ctx actor.Context, data string) {
 		if t.tracker != nil {
 			t.tracker.Input(data)
 		}
-		t.send([]byte(data))
+		t.input.push([]byte(data))
 		return
 	}
 	var b strings.Builder
@@ -612,7 +771,7 @@ func (t *terminal) writeInput(ctx actor.Context, data string) {
 		switch c := data[i]; c {
 		case 0x03:
 			if b.Len() > 0 {
-				t.send([]byte(b.String()))
+				t.input.push([]byte(b.String()))
 				b.Reset()
 			}
 			ctx.Send(t.shell, &shellInterrupt{})
@@ -626,26 +785,16 @@ func (t *terminal) writeInput(ctx actor.Context, data string) {
 		}
 	}
 	if b.Len() > 0 {
-		t.send([]byte(b.String()))
+		t.input.push([]byte(b.String()))
 	}
-}
-
-// send writes input to the process through its pump, skipping the shell actor's
-// mailbox: the pump keeps the order of everything pushed to it, from before the
-// process started too.
-func (t *terminal) send(b []byte) {
-	t.handle.input.push(b)
 }
 
 func (t *terminal) dispose(ctx actor.Context) {
-	if t.disposed {
-		return
-	}
-	t.disposed = true
+	t.behavior.Become(t.disposed)
 	t.subs = map[delivery.Subscriber]bool{}
+	t.deciding, t.held = nil, nil
 	t.stopTimers()
 	t.answerCreate(ctx)
-	ctx.Watch(t.shell)
 	// The shell actor ends the process group (SIGHUP, then SIGKILL after the grace),
 	// reaps it and stops; its Terminated stops this terminal.
 	ctx.Send(t.shell, &shellTerminate{})
