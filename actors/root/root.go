@@ -104,19 +104,20 @@ func rootConfigSchema() map[string]any {
 	}
 }
 
-// host is the root actor: the root list, root config and the registry of channels.
+// rootActor is the root actor: the root list, root config and the registry of
+// channels.
 type rootActor struct {
-	opts    Options
-	journal *delivery.Journal
+	opts     Options
+	journal  *delivery.Journal
+	behavior actor.Behavior
 
 	root    messages.RootState
 	order   []string // terminal URIs in the order they were created
 	entries map[string]*terminalEntry
 	subs    map[delivery.Subscriber]bool
 
+	// shutdownWaiters are answered once the shutdown is done.
 	shutdownWaiters []*actor.PID
-	shuttingDown    bool
-	sessionsClosed  bool
 
 	// sessions maps a session URI to its actor; chats maps each chat URI to the actor
 	// of the session holding it.
@@ -136,8 +137,8 @@ type rootActor struct {
 // 5.3), so a burst of changes - a thousand terminals opened at once - would send a
 // thousand ever longer lists to every root subscriber, quadratic in the burst. The
 // first change after a quiet window goes at once; the changes after it within the
-// window go as one list at its end. The host's own root state, which snapshots are
-// taken from, follows every change at once.
+// window go as one list at its end. The root state this actor holds, which snapshots
+// are taken from, follows every change at once.
 const rootWindow = 10 * time.Millisecond
 
 // rootFlush is the throttle's timer firing.
@@ -155,6 +156,7 @@ func NewProps(opts Options, journal *delivery.Journal) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		h := &rootActor{opts: opts, journal: journal, entries: map[string]*terminalEntry{}, subs: map[delivery.Subscriber]bool{},
 			sessions: map[string]*actor.PID{}, chats: map[string]*actor.PID{}}
+		h.behavior.Become(h.serving)
 		h.root = messages.RootState{
 			Agents:    []json.RawMessage{},
 			Terminals: &[]messages.TerminalInfo{},
@@ -175,70 +177,90 @@ func terminalSupervisor() actor.SupervisorStrategy {
 	})
 }
 
-func (h *rootActor) Receive(ctx actor.Context) {
+// The root's phases are behaviours: serving, its working life; closing, once a
+// shutdown is asked for, while the sessions end their commands and write what they
+// keep; and ending, while the terminals are disposed, until the last is gone and the
+// shutdown is answered. Nothing new starts once it is closing.
+func (h *rootActor) Receive(ctx actor.Context) { h.behavior.Receive(ctx) }
+
+// serving: the root's working life.
+func (h *rootActor) serving(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *terminal.Create:
+		h.create(ctx, m)
+	case *session.Create:
+		h.createSession(ctx, m)
+	case *channel.Shutdown:
+		h.shutdown(ctx)
+	default:
+		h.registry(ctx)
+	}
+}
+
+// closing: a shutdown was asked for; the sessions are ending their commands.
+func (h *rootActor) closing(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *terminal.Create:
+		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeInternalError, "This host is closing, so nothing new starts on it")})
+	case *session.Create:
+		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeInternalError, "%s", session.ClosingHost)})
+	case *channel.Shutdown:
+		h.shutdownWaiters = append(h.shutdownWaiters, ctx.Sender())
+	case *sessionsClosed:
+		h.behavior.Become(h.ending)
+		for uri, e := range h.entries {
+			ctx.Send(e.pid, &terminal.Dispose{URI: uri})
+		}
+		h.maybeShutdownDone(ctx)
+	default:
+		h.registry(ctx)
+	}
+}
+
+// ending: the sessions are done and the terminals are being disposed; the shutdown
+// is answered once every terminal is gone.
+func (h *rootActor) ending(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *channel.Shutdown:
+		h.shutdownWaiters = append(h.shutdownWaiters, ctx.Sender())
+		h.maybeShutdownDone(ctx)
+	case *actor.Terminated:
+		h.terminated(ctx, m)
+		h.maybeShutdownDone(ctx)
+	default:
+		h.closing(ctx)
+	}
+}
+
+// registry handles what every phase handles alike: the root channel, and the
+// routing of everything else to the terminal or session that answers it.
+func (h *rootActor) registry(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		h.restoreSessions(ctx)
-	case *rootFlush:
-		if h.rootTimer != nil {
-			h.sendTerminals()
-		}
 	case *actor.Stopping:
 		if h.rootTimer != nil {
 			h.rootTimer.Stop()
 		}
+	case *rootFlush:
+		if h.rootTimer != nil {
+			h.sendTerminals()
+		}
 	case *channel.Subscribe:
-		if m.Channel == messages.RootURI {
-			h.subs[m.Sub] = true
-			state := h.root
-			ctx.Respond(&channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: messages.RootURI, State: state, FromSeq: h.journal.Current()}})
-			return
-		}
-		if e := h.entries[m.Channel]; e != nil {
-			ctx.Forward(e.pid)
-			return
-		}
-		if pid := h.sessionOf(m.Channel); pid != nil {
-			ctx.Forward(pid)
-			return
-		}
-		ctx.Respond(&channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s on this host", m.Channel)})
+		h.subscribe(ctx, m)
 	case *channel.Unsubscribe:
-		if m.Channel == messages.RootURI {
-			delete(h.subs, m.Sub)
-		} else if e := h.entries[m.Channel]; e != nil {
-			ctx.Forward(e.pid)
-		} else if pid := h.sessionOf(m.Channel); pid != nil {
-			ctx.Forward(pid)
-		}
-	case *session.Create:
-		h.createSession(ctx, m)
+		h.unsubscribe(ctx, m)
+	case *channel.Dispatch:
+		h.dispatch(ctx, m)
 	case *session.ClientLeft, *session.ClientBack:
 		// Presence is each session's: every session hears of a client's coming and going.
 		for _, pid := range h.sessions {
 			ctx.Send(pid, m)
 		}
 	case *session.CreateChat:
-		if pid := h.sessions[m.Session]; pid != nil {
-			if m.Chat != "" && (h.chats[m.Chat] != nil || h.entries[m.Chat] != nil || h.sessions[m.Chat] != nil) {
-				ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeAlreadyExists, "Channel already exists: %s", m.Chat)})
-				return
-			}
-			ctx.Forward(pid)
-			return
-		}
-		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeSessionNotFound, "No session %s on this host", m.Session)})
+		h.createChat(ctx, m)
 	case *session.ChatsOf:
-		for uri, pid := range h.chats {
-			if pid.Id == h.sessions[m.Session].GetId() {
-				delete(h.chats, uri)
-			}
-		}
-		if pid := h.sessions[m.Session]; pid != nil {
-			for _, c := range m.Chats {
-				h.chats[c] = pid
-			}
-		}
+		h.chatsOf(m)
 	case *session.DisposeChat:
 		if pid := h.chats[m.Chat]; pid != nil {
 			delete(h.chats, m.Chat)
@@ -249,112 +271,186 @@ func (h *rootActor) Receive(ctx actor.Context) {
 	case *session.List:
 		h.listSessions(ctx)
 	case *session.Dispose:
-		pid := h.sessions[m.URI]
-		if pid == nil {
-			ctx.Respond(&session.Result{})
-			return
-		}
-		delete(h.sessions, m.URI)
-		for uri, p := range h.chats {
-			if p.Id == pid.Id {
-				delete(h.chats, uri)
-			}
-		}
-		ctx.Forward(pid)
+		h.disposeSession(ctx, m)
 	case *terminal.Write:
-		if e := h.entries[m.URI]; e != nil {
-			ctx.Forward(e.pid)
-		}
+		h.forwardToTerminal(ctx, m.URI)
 	case *terminal.Kill:
-		if e := h.entries[m.URI]; e != nil {
-			ctx.Forward(e.pid)
-		}
+		h.forwardToTerminal(ctx, m.URI)
 	case *terminal.SnapshotQuery:
-		if e := h.entries[m.URI]; e != nil {
-			ctx.Forward(e.pid)
-			return
+		if !h.forwardToTerminal(ctx, m.URI) {
+			ctx.Respond(nil)
 		}
-		ctx.Respond(nil)
-	case *channel.Dispatch:
-		h.dispatch(ctx, m)
-	case *terminal.Create:
-		h.create(ctx, m)
-	case *terminal.Dispose:
-		if e := h.entries[m.URI]; e != nil {
-			delete(h.entries, m.URI)
-			h.removeOrder(m.URI)
-			ctx.Send(e.pid, m)
-			if e.listed {
-				h.publishTerminals(ctx)
-			}
-		}
-		ctx.Respond(&terminal.DisposeResult{})
-	case *terminal.StartFailed:
-		// Off the registry first: the client that hears of the failure may ask for
-		// the channel at once.
-		if e := h.entries[m.URI]; e != nil && e.pid.Id == m.Terminal.Id {
-			delete(h.entries, m.URI)
-			h.removeOrder(m.URI)
-			if e.listed {
-				h.publishTerminals(ctx)
-			}
-		}
-		ctx.Send(m.Waiter, &terminal.CreateResult{Err: m.Err})
-		ctx.Stop(m.Terminal)
-	case *terminal.Row:
-		e := h.entries[m.Info.Resource]
-		if e == nil || e.pid.Id != m.PID.Id {
-			return
-		}
-		e.info, e.listed = m.Info, true
-		h.publishTerminals(ctx)
 	case *terminal.ScreenQuery:
-		if e := h.entries[m.URI]; e != nil {
-			ctx.Forward(e.pid)
-			return
+		if !h.forwardToTerminal(ctx, m.URI) {
+			ctx.Respond(&terminal.ScreenInfo{WhenAltBuffer: terminal.Settled})
 		}
-		ctx.Respond(&terminal.ScreenInfo{WhenAltBuffer: terminal.Settled})
+	case *terminal.Dispose:
+		h.disposeTerminal(ctx, m)
+	case *terminal.StartFailed:
+		h.startFailed(ctx, m)
+	case *terminal.Row:
+		h.row(ctx, m)
+	case *terminal.HolderQuery:
+		// A terminal's claim actor watches the session its claim names.
+		ctx.Respond(&terminal.Holder{Session: m.Session, PID: h.sessions[m.Session]})
 	case *ListTerminals:
 		ctx.Respond(append([]string(nil), h.order...))
-	case *channel.Shutdown:
-		h.shuttingDown = true
-		h.shutdownWaiters = append(h.shutdownWaiters, ctx.Sender())
-		// A command's turn still waiting ends unrun and what ended is written, before
-		// the terminals go: the sessions are asked first, off the mailbox, because
-		// they ask this actor for their terminals' snapshots meanwhile.
-		futures := make([]*actor.Future, 0, len(h.sessions))
-		for _, pid := range h.sessions {
-			futures = append(futures, ctx.RequestFuture(pid, &channel.Shutdown{}, 10*time.Second))
-		}
-		self, system := ctx.Self(), ctx.ActorSystem()
-		go func() {
-			for _, f := range futures {
-				_, _ = f.Result()
-			}
-			system.Root.Send(self, &sessionsClosed{})
-		}()
-	case *sessionsClosed:
-		h.sessionsClosed = true
-		for uri, e := range h.entries {
-			ctx.Send(e.pid, &terminal.Dispose{URI: uri})
-		}
-		h.maybeShutdownDone(ctx)
 	case *actor.Terminated:
-		for uri, e := range h.entries {
-			if e.pid.Id == m.Who.Id {
-				delete(h.entries, uri)
-				h.removeOrder(uri)
-				if e.listed {
-					h.publishTerminals(ctx)
-				}
-			}
-		}
-		h.maybeShutdownDone(ctx)
+		h.terminated(ctx, m)
 	}
 }
 
+func (h *rootActor) subscribe(ctx actor.Context, m *channel.Subscribe) {
+	if m.Channel == messages.RootURI {
+		h.subs[m.Sub] = true
+		ctx.Respond(&channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: messages.RootURI, State: h.root, FromSeq: h.journal.Current()}})
+		return
+	}
+	if e := h.entries[m.Channel]; e != nil {
+		ctx.Forward(e.pid)
+		return
+	}
+	if pid := h.sessionOf(m.Channel); pid != nil {
+		ctx.Forward(pid)
+		return
+	}
+	ctx.Respond(&channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s on this host", m.Channel)})
+}
+
+func (h *rootActor) unsubscribe(ctx actor.Context, m *channel.Unsubscribe) {
+	if m.Channel == messages.RootURI {
+		delete(h.subs, m.Sub)
+	} else if e := h.entries[m.Channel]; e != nil {
+		ctx.Forward(e.pid)
+	} else if pid := h.sessionOf(m.Channel); pid != nil {
+		ctx.Forward(pid)
+	}
+}
+
+// forwardToTerminal forwards the message being handled to the terminal of uri, and
+// reports whether there is one.
+func (h *rootActor) forwardToTerminal(ctx actor.Context, uri string) bool {
+	e := h.entries[uri]
+	if e == nil {
+		return false
+	}
+	ctx.Forward(e.pid)
+	return true
+}
+
+func (h *rootActor) createChat(ctx actor.Context, m *session.CreateChat) {
+	pid := h.sessions[m.Session]
+	if pid == nil {
+		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeSessionNotFound, "No session %s on this host", m.Session)})
+		return
+	}
+	if m.Chat != "" && (h.chats[m.Chat] != nil || h.entries[m.Chat] != nil || h.sessions[m.Chat] != nil) {
+		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeAlreadyExists, "Channel already exists: %s", m.Chat)})
+		return
+	}
+	ctx.Forward(pid)
+}
+
+// chatsOf takes a session's word for which chats it holds now.
+func (h *rootActor) chatsOf(m *session.ChatsOf) {
+	for uri, pid := range h.chats {
+		if pid.Id == h.sessions[m.Session].GetId() {
+			delete(h.chats, uri)
+		}
+	}
+	if pid := h.sessions[m.Session]; pid != nil {
+		for _, c := range m.Chats {
+			h.chats[c] = pid
+		}
+	}
+}
+
+func (h *rootActor) disposeSession(ctx actor.Context, m *session.Dispose) {
+	pid := h.sessions[m.URI]
+	if pid == nil {
+		ctx.Respond(&session.Result{})
+		return
+	}
+	delete(h.sessions, m.URI)
+	for uri, p := range h.chats {
+		if p.Id == pid.Id {
+			delete(h.chats, uri)
+		}
+	}
+	ctx.Forward(pid)
+}
+
+// disposeTerminal takes the terminal off the registry and the list before the
+// answer goes, then lets it end its process.
+func (h *rootActor) disposeTerminal(ctx actor.Context, m *terminal.Dispose) {
+	if e := h.entries[m.URI]; e != nil {
+		h.unregister(ctx, m.URI, e)
+		ctx.Send(e.pid, m)
+	}
+	ctx.Respond(&terminal.DisposeResult{})
+}
+
+// startFailed answers the create of a terminal whose process could not be started,
+// and stops it. It goes off the registry first: the client that hears of the
+// failure may ask for the channel at once.
+func (h *rootActor) startFailed(ctx actor.Context, m *terminal.StartFailed) {
+	if e := h.entries[m.URI]; e != nil && e.pid.Id == m.Terminal.Id {
+		h.unregister(ctx, m.URI, e)
+	}
+	ctx.Send(m.Waiter, &terminal.CreateResult{Err: m.Err})
+	ctx.Stop(m.Terminal)
+}
+
+func (h *rootActor) row(ctx actor.Context, m *terminal.Row) {
+	e := h.entries[m.Info.Resource]
+	if e == nil || e.pid.Id != m.PID.Id {
+		return
+	}
+	e.info, e.listed = m.Info, true
+	h.publishTerminals(ctx)
+}
+
+// terminated takes a terminal that stopped off the registry and the list.
+func (h *rootActor) terminated(ctx actor.Context, m *actor.Terminated) {
+	for uri, e := range h.entries {
+		if e.pid.Id == m.Who.Id {
+			h.unregister(ctx, uri, e)
+		}
+	}
+}
+
+func (h *rootActor) unregister(ctx actor.Context, uri string, e *terminalEntry) {
+	delete(h.entries, uri)
+	h.removeOrder(uri)
+	if e.listed {
+		h.publishTerminals(ctx)
+	}
+}
+
+// shutdown asks the sessions to end their commands before the terminals go: a
+// command's turn still waiting ends unrun and what ended is written. They are asked
+// off the mailbox, because they ask this actor for their terminals' snapshots
+// meanwhile.
+func (h *rootActor) shutdown(ctx actor.Context) {
+	h.behavior.Become(h.closing)
+	h.shutdownWaiters = append(h.shutdownWaiters, ctx.Sender())
+	futures := make([]*actor.Future, 0, len(h.sessions))
+	for _, pid := range h.sessions {
+		futures = append(futures, ctx.RequestFuture(pid, &channel.Shutdown{}, 10*time.Second))
+	}
+	self, system := ctx.Self(), ctx.ActorSystem()
+	go func() {
+		for _, f := range futures {
+			_, _ = f.Result()
+		}
+		system.Root.Send(self, &sessionsClosed{})
+	}()
+}
+
+// maybeShutdownDone answers the shutdown once every terminal is gone, those the
+// root already let go of included (ending phase only).
 func (h *rootActor) maybeShutdownDone(ctx actor.Context) {
-	if !h.shuttingDown || !h.sessionsClosed || len(h.entries) > 0 || h.disposing(ctx) {
+	if len(h.entries) > 0 || h.disposing(ctx) {
 		return
 	}
 	for _, w := range h.shutdownWaiters {
@@ -373,10 +469,6 @@ func (h *rootActor) removeOrder(uri string) {
 }
 
 func (h *rootActor) create(ctx actor.Context, m *terminal.Create) {
-	if h.shuttingDown {
-		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeInternalError, "This host is closing, so nothing new starts on it")})
-		return
-	}
 	if m.URI == messages.RootURI {
 		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeInvalidParams, "Invalid params: %s is the root channel", m.URI)})
 		return
@@ -495,7 +587,7 @@ func (h *rootActor) publishTerminals(ctx actor.Context) {
 	h.sendTerminals()
 }
 
-// sendTerminals broadcasts the root list as the host's root state holds it now.
+// sendTerminals broadcasts the root list as this actor's root state holds it now.
 func (h *rootActor) sendTerminals() {
 	if h.rootTimer != nil {
 		h.rootTimer.Stop()
@@ -540,10 +632,6 @@ func (h *rootActor) sessionOf(uri string) *actor.PID {
 }
 
 func (h *rootActor) createSession(ctx actor.Context, m *session.Create) {
-	if h.shuttingDown {
-		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeInternalError, "%s", session.ClosingHost)})
-		return
-	}
 	if h.sessions[m.URI] != nil {
 		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeSessionAlreadyExists, "Session already exists: %s", m.URI)})
 		return
@@ -595,7 +683,7 @@ func (h *rootActor) listSessions(ctx actor.Context) {
 	}()
 }
 
-// disposing reports whether a terminal the host let go of is still ending.
+// disposing reports whether a terminal the root let go of is still ending.
 func (h *rootActor) disposing(ctx actor.Context) bool {
 	for _, c := range ctx.Children() {
 		if !h.isSession(c) {
@@ -616,12 +704,3 @@ func (h *rootActor) isSession(pid *actor.PID) bool {
 
 // sessionsClosed says every session has ended its commands for a shutdown.
 type sessionsClosed struct{}
-
-// terminalStartFailed says a terminal's process could not be started: the host
-// answers its create with err and lets the terminal go.
-type terminalStartFailed struct {
-	terminal *actor.PID
-	uri      string
-	waiter   *actor.PID
-	err      *messages.Error
-}
