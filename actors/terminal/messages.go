@@ -143,7 +143,7 @@ type (
 		folder bool
 	}
 	// shellStarted says the process runs.
-	shellStarted struct{ pid int }
+	shellStarted struct{}
 )
 
 // To the shell actor.

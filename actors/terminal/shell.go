@@ -158,7 +158,7 @@ func (s *shell) start(ctx actor.Context) {
 			return
 		}
 		p.proc = proc
-		ctx.Send(p.terminal, &shellStarted{pid: proc.Pid()})
+		ctx.Send(p.terminal, &shellStarted{})
 	}
 	if p.proc == nil {
 		return

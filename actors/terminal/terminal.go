@@ -208,13 +208,17 @@ func (t *terminal) disposed(ctx actor.Context) {
 // failed: the process could not be started; the root answers the create with why
 // and stops the terminal. Nothing else happens on it meanwhile.
 func (t *terminal) failed(ctx actor.Context) {
-	switch ctx.Message().(type) {
+	switch m := ctx.Message().(type) {
 	case *Create:
 		t.createWaiter = ctx.Sender()
 		t.reportStartFailure(ctx)
 	case *channel.Subscribe:
 		// Reached before the root let go of it: there is no terminal to read.
 		ctx.Respond(&channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s on this host", t.uri)})
+	case *SnapshotQuery:
+		t.snapshotQuery(ctx)
+	case *ScreenQuery:
+		t.screenQuery(ctx, m, false)
 	case *actor.Stopping:
 		t.stopping()
 	}
