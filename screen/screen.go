@@ -1,22 +1,23 @@
-// Package screen is the headless screen a terminal running under a
-// pseudoterminal gets: the daemon's SpawnScreen, made here from
-// github.com/charmbracelet/x/vt instead of @xterm/headless.
+// Package screen owns what the host reads out of a program's output.
 //
-// A Screen owns three things: the VT emulator that every chunk of the
-// program's output is fed to, the pipe the emulator writes its answers to
-// (cursor position reports, device attributes, mode reports, colour
-// queries), and the two goroutines that drain that pipe and hand the answers
-// to the reply function, which writes them back to the program's input.
+// Parser is the host's one escape-sequence parser: an incremental tokenizer of
+// output after ECMA-48 that carries a sequence split between reads over to the next
+// one. Everything that looks at escape sequences reads them with it: Modes, which
+// follows the alternate screen and bracketed paste and notices queries without an
+// emulator; StripEscapes, which leaves the plain text; and the shell integration's
+// mark parser.
 //
-// From the emulator it answers the facts the terminal's state needs rather
-// than guesses from the output: whether a full-screen program switched to the
-// alternate screen (IsInAltBuffer, WhenAltBuffer), whether the program asked
-// for bracketed paste (IsBracketedPasteMode), and the visible text (Text).
+// Screen is the headless screen of a terminal under a pseudoterminal: a VT emulator
+// (github.com/charmbracelet/x/vt) that keeps the grid of cells a real terminal would
+// show, so that the host can answer the queries a program sends its terminal and
+// read back the visible text. A Screen owns three things: the emulator that every
+// chunk of the program's output is fed to, the pipe the emulator writes its answers
+// to (cursor position reports, device attributes, mode reports, colour queries), and
+// the two goroutines that drain that pipe and hand the answers to the reply
+// function, which writes them back to the program's input.
 //
-// A terminal on pipes has no screen. It holds a nil *Screen, on which every
-// method is valid: the questions answer false and "", WhenAltBuffer is a
-// channel that is already closed so a wait on it settles at once, and Write,
-// Resize and Close do nothing.
+// A terminal on pipes has no screen. It holds a nil *Screen, on which every method
+// is valid: Text answers "", and Write, Resize and Close do nothing.
 package screen
 
 import (
@@ -24,7 +25,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/vt"
 )
 
@@ -34,28 +34,15 @@ import (
 // bound whole answers are dropped, never parts of one.
 const maxPending = 1 << 20
 
-// closedChan is what a nil Screen's WhenAltBuffer returns.
-var closedChan = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
-
 // Screen is a headless terminal screen fed with a program's output.
 //
-// Write, Resize and the questions may be called from any goroutine; the
-// terminal that owns the screen calls them from its own. The reply function
+// Write, Resize and Text may be called from any goroutine; the terminal that
+// owns the screen calls them from its own. The reply function
 // is called from a goroutine the screen owns.
 type Screen struct {
-	// mu guards everything below it. The emulator's callbacks run inside
-	// emu.Write, with mu held by the writer, so they touch the fields
-	// directly.
-	mu        sync.Mutex
-	emu       *vt.Emulator
-	closed    bool
-	bracketed bool
-	altSeen   bool
-	alt       chan struct{} // closed on the first switch to the alternate screen
+	mu     sync.Mutex // guards emu and closed
+	emu    *vt.Emulator
+	closed bool
 
 	// The answers the emulator wrote, waiting for the reply function.
 	qmu     sync.Mutex
@@ -80,7 +67,6 @@ func New(cols, rows int, reply func([]byte)) *Screen {
 	cols, rows = clampSize(cols, rows)
 	s := &Screen{
 		emu:   vt.NewEmulator(cols, rows),
-		alt:   make(chan struct{}),
 		wake:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
 		reply: reply,
@@ -91,25 +77,6 @@ func New(cols, rows int, reply func([]byte)) *Screen {
 	// of a scrolled-off row, with an O(lines) shift per scroll once full, so
 	// keep the least it allows.
 	s.emu.SetScrollbackSize(1)
-	s.emu.SetCallbacks(vt.Callbacks{
-		AltScreen: func(on bool) {
-			if on && !s.altSeen {
-				s.altSeen = true
-				close(s.alt)
-			}
-		},
-		EnableMode: func(m ansi.Mode) {
-			if m == ansi.ModeBracketedPaste {
-				s.bracketed = true
-			}
-		},
-		DisableMode: func(m ansi.Mode) {
-			if m == ansi.ModeBracketedPaste {
-				s.bracketed = false
-			}
-		},
-	})
-
 	s.wg.Add(1)
 	go s.drain()
 	if reply != nil {
@@ -206,48 +173,6 @@ func (s *Screen) Resize(cols, rows int) {
 		return
 	}
 	s.emu.Resize(cols, rows)
-}
-
-// Size reports the screen's columns and rows; 0, 0 for a nil Screen.
-func (s *Screen) Size() (cols, rows int) {
-	if s == nil {
-		return 0, 0
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.emu.Width(), s.emu.Height()
-}
-
-// IsInAltBuffer reports whether the program has the alternate screen up
-// (DEC private mode 1049 or 1047).
-func (s *Screen) IsInAltBuffer() bool {
-	if s == nil {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.emu.IsAltScreen()
-}
-
-// IsBracketedPasteMode reports whether the program asked for bracketed paste
-// (DEC private mode 2004).
-func (s *Screen) IsBracketedPasteMode() bool {
-	if s == nil {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.bracketed
-}
-
-// WhenAltBuffer returns a channel closed once a program switched to the
-// alternate screen; it stays closed when the program switches back. On a nil
-// Screen it is already closed.
-func (s *Screen) WhenAltBuffer() <-chan struct{} {
-	if s == nil {
-		return closedChan
-	}
-	return s.alt
 }
 
 // Text returns the visible screen's current text: its lines joined by "\n",

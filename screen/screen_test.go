@@ -113,71 +113,20 @@ func isClosed(c <-chan struct{}) bool {
 	}
 }
 
+// The screen shows the alternate screen while a program has it up and the main
+// screen again after. Whether the alternate screen is up is Modes' to answer (see
+// modes_test.go, which feeds Modes these same writes).
 func TestAltBuffer(t *testing.T) {
 	s := newScreen(t, 80, 24, nil)
 	s.Write([]byte("prompt$ "))
-	if s.IsInAltBuffer() {
-		t.Fatal("IsInAltBuffer before any switch")
-	}
-	if isClosed(s.WhenAltBuffer()) {
-		t.Fatal("WhenAltBuffer closed before any switch")
-	}
 	s.Write([]byte("\x1b[?1049h"))
-	if !s.IsInAltBuffer() {
-		t.Fatal("IsInAltBuffer false after ESC[?1049h")
-	}
-	waitClosed(t, s.WhenAltBuffer())
 	s.Write([]byte("full screen"))
 	if got, want := s.Text(), "full screen"; got != want {
 		t.Fatalf("alt Text() = %q, want %q", got, want)
 	}
 	s.Write([]byte("\x1b[?1049l"))
-	if s.IsInAltBuffer() {
-		t.Fatal("IsInAltBuffer true after ESC[?1049l")
-	}
 	if got, want := s.Text(), "prompt$"; got != want {
 		t.Fatalf("main Text() = %q, want %q", got, want)
-	}
-	// Stays closed once closed.
-	waitClosed(t, s.WhenAltBuffer())
-}
-
-// A program that enters and leaves the alternate screen within one chunk
-// still settles WhenAltBuffer.
-func TestAltBufferInAndOutInOneWrite(t *testing.T) {
-	s := newScreen(t, 80, 24, nil)
-	s.Write([]byte("\x1b[?1049hx\x1b[?1049l"))
-	if s.IsInAltBuffer() {
-		t.Fatal("IsInAltBuffer true after leaving")
-	}
-	waitClosed(t, s.WhenAltBuffer())
-}
-
-func TestAltBuffer1047(t *testing.T) {
-	s := newScreen(t, 80, 24, nil)
-	s.Write([]byte("\x1b[?1047h"))
-	if !s.IsInAltBuffer() {
-		t.Fatal("IsInAltBuffer false after ESC[?1047h")
-	}
-	waitClosed(t, s.WhenAltBuffer())
-}
-
-func TestBracketedPaste(t *testing.T) {
-	s := newScreen(t, 80, 24, nil)
-	if s.IsBracketedPasteMode() {
-		t.Fatal("bracketed paste on at start")
-	}
-	s.Write([]byte("\x1b[?2004h"))
-	if !s.IsBracketedPasteMode() {
-		t.Fatal("bracketed paste off after ESC[?2004h")
-	}
-	s.Write([]byte("\x1b[?2004l"))
-	if s.IsBracketedPasteMode() {
-		t.Fatal("bracketed paste on after ESC[?2004l")
-	}
-	s.Write([]byte("\x1b[?2004h\x1bc")) // RIS resets it
-	if s.IsBracketedPasteMode() {
-		t.Fatal("bracketed paste on after a full reset")
 	}
 }
 
@@ -221,13 +170,8 @@ func TestSplitByteByByte(t *testing.T) {
 	for i := 0; i < len(in); i++ {
 		s.Write([]byte{in[i]})
 	}
-	if !s.IsBracketedPasteMode() {
-		t.Fatal("bracketed paste split byte by byte not seen")
-	}
-	if !s.IsInAltBuffer() {
-		t.Fatal("alt screen split byte by byte not seen")
-	}
-	waitClosed(t, s.WhenAltBuffer())
+	// The modes this input switches on are checked, split the same way, in
+	// TestModesSplitByteByByte.
 	if got, want := s.Text(), "alt"; got != want {
 		t.Fatalf("alt Text() = %q, want %q", got, want)
 	}
@@ -241,10 +185,26 @@ func TestSplitByteByByte(t *testing.T) {
 	}
 }
 
+// sizeOf asks the screen its size the way a program does: the cursor is moved as far
+// as it goes (CUP stops at the last row and column) and its position is asked for
+// (DSR 6), between a save and a restore of the cursor (DECSC, DECRC).
+func sizeOf(t *testing.T, s *Screen, r *replies) (cols, rows int) {
+	t.Helper()
+	n := strings.Count(r.String(), "R")
+	s.Write([]byte("\x1b7\x1b[999;999H\x1b[6n\x1b8"))
+	got := r.waitFor(t, func(s string) bool { return strings.Count(s, "R") > n })
+	last := got[strings.LastIndex(got, "\x1b["):]
+	if _, err := fmt.Sscanf(last, "\x1b[%d;%dR", &rows, &cols); err != nil {
+		t.Fatalf("cursor report %q: %v", last, err)
+	}
+	return cols, rows
+}
+
 func TestResize(t *testing.T) {
-	s := newScreen(t, 10, 5, nil)
-	if c, r := s.Size(); c != 10 || r != 5 {
-		t.Fatalf("Size() = %d, %d, want 10, 5", c, r)
+	r := newReplies()
+	s := newScreen(t, 10, 5, r.reply)
+	if c, r := sizeOf(t, s, r); c != 10 || r != 5 {
+		t.Fatalf("size = %d, %d, want 10, 5", c, r)
 	}
 	s.Write([]byte("abcdefghijklmno"))
 	if got, want := s.Text(), "abcdefghij\nklmno"; got != want {
@@ -252,8 +212,8 @@ func TestResize(t *testing.T) {
 	}
 
 	s.Resize(5, 5)
-	if c, r := s.Size(); c != 5 || r != 5 {
-		t.Fatalf("Size() = %d, %d, want 5, 5", c, r)
+	if c, r := sizeOf(t, s, r); c != 5 || r != 5 {
+		t.Fatalf("size = %d, %d, want 5, 5", c, r)
 	}
 	s.Write([]byte("\x1b[2J\x1b[H0123456789xy"))
 	if got, want := s.Text(), "01234\n56789\nxy"; got != want {
@@ -267,8 +227,8 @@ func TestResize(t *testing.T) {
 	}
 
 	s.Resize(0, -1) // clamped, must not panic
-	if c, r := s.Size(); c != 1 || r != 1 {
-		t.Fatalf("Size() = %d, %d, want 1, 1", c, r)
+	if c, r := sizeOf(t, s, r); c != 1 || r != 1 {
+		t.Fatalf("size = %d, %d, want 1, 1", c, r)
 	}
 }
 
@@ -288,20 +248,8 @@ func TestNilScreen(t *testing.T) {
 	var s *Screen
 	s.Write([]byte("hello\x1b[?1049h\x1b[?2004h\x1b[6n"))
 	s.Resize(10, 10)
-	if s.IsInAltBuffer() {
-		t.Fatal("nil IsInAltBuffer true")
-	}
-	if s.IsBracketedPasteMode() {
-		t.Fatal("nil IsBracketedPasteMode true")
-	}
 	if got := s.Text(); got != "" {
 		t.Fatalf("nil Text() = %q", got)
-	}
-	if c, r := s.Size(); c != 0 || r != 0 {
-		t.Fatalf("nil Size() = %d, %d", c, r)
-	}
-	if !isClosed(s.WhenAltBuffer()) {
-		t.Fatal("nil WhenAltBuffer not closed")
 	}
 	s.Close()
 	s.Close()
@@ -322,9 +270,7 @@ func TestCloseIdempotent(t *testing.T) {
 	// Everything after Close is harmless.
 	s.Write([]byte("more\x1b[6n\x1b[?1049h"))
 	s.Resize(40, 10)
-	if s.IsInAltBuffer() {
-		t.Fatal("a write after Close was applied")
-	}
+	// Had the switch to the alternate screen been applied, the screen would be blank.
 	if got, want := s.Text(), "hi"; got != want {
 		t.Fatalf("Text() after Close = %q, want %q", got, want)
 	}
@@ -508,8 +454,6 @@ func TestConcurrentReaders(t *testing.T) {
 			default:
 			}
 			_ = s.Text()
-			_ = s.IsInAltBuffer()
-			_ = s.IsBracketedPasteMode()
 		}
 	}()
 	for i := range 500 {
