@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/termhost/termhost/screen"
 )
 
 // Kind is what a mark says.
@@ -68,28 +70,28 @@ type Segment struct {
 // result does not depend on where the input was split.
 const MaxHeld = 1024
 
-const (
-	bel = '\x07'
-	esc = '\x1b'
-)
+const esc = '\x1b'
 
 // Parser is a streaming parser of shell-integration marks: OSC 133, OSC 633 and OSC
-// 7, each ended by BEL or ST (ESC \). It takes every complete mark of those three out
-// of the output and reports the ones it reads as events, in place. Every other byte,
-// including every other escape sequence, passes through untouched. A mark split
-// between two Feed calls is held for the next one.
+// 7, each ended by BEL or ST (ESC \). It reads the output with screen.Parser, takes
+// every complete mark of those three out of it and reports the ones it reads as
+// events, in place. Every other byte, including every other escape sequence, passes
+// through untouched. A mark split between two Feed calls is held for the next one;
+// nothing else is held.
 //
 // The zero Parser is ready to use. A Parser is not safe for concurrent use.
 type Parser struct {
-	held string
+	seq  screen.Parser
+	held string // the start of a possible mark, whose sequence seq has read
 }
 
 // Feed parses the next piece of output. It returns that output with the marks taken
 // out, interleaved in order with the marks' events. A trailing piece that may still
 // become a mark is held back and put in front of the next call's input. When nothing
-// is held and s holds no ESC, the result is s itself as a single segment, not copied.
+// is held, no sequence is open and s holds no ESC, the result is s itself as a single
+// segment, not copied.
 func (p *Parser) Feed(s string) []Segment {
-	if p.held == "" && strings.IndexByte(s, esc) < 0 {
+	if p.held == "" && p.seq.Ground() && strings.IndexByte(s, esc) < 0 {
 		if s == "" {
 			return nil
 		}
@@ -97,8 +99,10 @@ func (p *Parser) Feed(s string) []Segment {
 	}
 	data := s
 	if p.held != "" {
+		// The held bytes are a sequence from its start: read them again with the rest.
 		data = p.held + s
 		p.held = ""
+		p.seq.Reset()
 	}
 	var out []Segment
 	text := func(t string) {
@@ -106,51 +110,101 @@ func (p *Parser) Feed(s string) []Segment {
 			out = append(out, Segment{Text: t})
 		}
 	}
-	textStart, i := 0, 0
-	for {
-		j := strings.IndexByte(data[i:], esc)
-		if j < 0 {
-			break
+	// data[:textStart] is done with: given out as text or taken out as a mark. A mark
+	// whose string ended at an ESC starts at markStart (-1 for none), and is one only
+	// if that ESC begins its ST.
+	textStart, i, markStart := 0, 0, -1
+	var markEv *Event
+	start := -1 // where the last token read began; -1 for one begun, and given out, in an earlier call
+	for i < len(data) {
+		start = -1
+		if p.seq.Ground() {
+			// Only an ESC begins a sequence, and every mark is one.
+			j := strings.IndexByte(data[i:], esc)
+			if j < 0 {
+				break
+			}
+			i += j
+			// A mark begins ESC ], and an ESC ends any sequence before it: an ESC
+			// followed by anything else is passed over unread (unless it may begin
+			// the ST of a mark), which leaves seq between sequences at the next ESC
+			// as reading it would have.
+			if markStart < 0 && i+1 < len(data) && data[i+1] != ']' {
+				i++
+				continue
+			}
+			start = i
 		}
-		j += i
-		st, end, ev := scanMark(data, j)
-		switch st {
-		case notMark:
-			i = j + 1
+		tok, n := p.seq.Next(data[i:])
+		i += n
+		if tok.Kind == screen.None {
+			break // the sequence goes on in the next call
+		}
+		if markStart >= 0 {
+			if p.seq.IsST(tok) && i-markStart <= MaxHeld+1 {
+				text(data[textStart:markStart])
+				if markEv != nil {
+					out = append(out, Segment{Event: markEv})
+				}
+				textStart = i
+			}
+			markStart, markEv = -1, nil
+		}
+		if tok.Kind != screen.OSC || start < 0 || tok.Overflow {
 			continue
-		case incomplete:
-			text(data[textStart:j])
-			p.held = strings.Clone(data[j:])
+		}
+		body := data[start+2 : start+2+len(p.seq.Data())]
+		family := 0
+		for _, pf := range prefixes {
+			if strings.HasPrefix(body, pf.text) {
+				family, body = pf.family, body[len(pf.text):]
+				break
+			}
+		}
+		if family == 0 {
+			continue
+		}
+		ev := parseMark(family, body)
+		if tok.End == esc {
+			markStart, markEv = start, ev
+			continue
+		}
+		if i-start <= MaxHeld+1 {
+			text(data[textStart:start])
+			if ev != nil {
+				out = append(out, Segment{Event: ev})
+			}
+			textStart = i
+		}
+	}
+	if !p.seq.Ground() && start >= 0 {
+		// The sequence begun at start goes on in the next call: hold it while it may
+		// still be a mark. The ESC that may begin a mark's ST is held with the mark.
+		from := start
+		if markStart >= 0 && data[start:] == "\x1b" && len(data)-markStart <= MaxHeld {
+			from = markStart
+		}
+		if len(data)-from <= MaxHeld && mayBeMark(data[from:]) {
+			text(data[textStart:from])
+			p.held = strings.Clone(data[from:])
 			return out
 		}
-		text(data[textStart:j])
-		if ev != nil {
-			out = append(out, Segment{Event: ev})
-		}
-		textStart, i = end, end
 	}
 	text(data[textStart:])
 	return out
 }
 
-// Flush returns whatever is held, as output text, and forgets it. Call it when the
-// output has ended.
+// Flush returns whatever is held, as output text, and forgets it and any sequence
+// begun. Call it when the output has ended.
 func (p *Parser) Flush() string {
 	h := p.held
 	p.held = ""
+	p.seq.Reset()
 	return h
 }
 
 // Held reports how many bytes are held back waiting for the rest of a mark.
 func (p *Parser) Held() int { return len(p.held) }
-
-type scanStatus int
-
-const (
-	notMark    scanStatus = iota // the ESC at j starts no mark: it is output
-	incomplete                   // the ESC at j may start a mark that has not all arrived
-	complete                     // a mark runs from j to end
-)
 
 var prefixes = [...]struct {
 	text   string
@@ -161,58 +215,22 @@ var prefixes = [...]struct {
 	{"7;", 7},
 }
 
-// scanMark looks at the ESC at data[j]. For a complete mark it returns the index
-// just past its terminator and its event (nil for a mark that carries none).
-func scanMark(data string, j int) (scanStatus, int, *Event) {
-	rest := data[j+1:]
-	if rest == "" {
-		return incomplete, 0, nil
+// mayBeMark reports whether raw, the start of a sequence, is or may become the start
+// of a mark: ESC ] and one of the prefixes.
+func mayBeMark(raw string) bool {
+	if len(raw) < 2 {
+		return raw == "\x1b"
 	}
-	if rest[0] != ']' {
-		return notMark, 0, nil
+	if raw[:2] != "\x1b]" {
+		return false
 	}
-	rest = rest[1:]
-	family, bodyStart := 0, 0
+	raw = raw[2:]
 	for _, pf := range prefixes {
-		if strings.HasPrefix(rest, pf.text) {
-			family, bodyStart = pf.family, j+2+len(pf.text)
-			break
-		}
-		if len(rest) < len(pf.text) && strings.HasPrefix(pf.text, rest) {
-			return incomplete, 0, nil
+		if strings.HasPrefix(raw, pf.text) || strings.HasPrefix(pf.text, raw) {
+			return true
 		}
 	}
-	if family == 0 {
-		return notMark, 0, nil
-	}
-	// A candidate that has not ended yet is held while it is short enough.
-	unterminated := func() (scanStatus, int, *Event) {
-		if len(data)-j > MaxHeld {
-			return notMark, 0, nil
-		}
-		return incomplete, 0, nil
-	}
-	k := strings.IndexAny(data[bodyStart:], "\x07\x1b")
-	if k < 0 {
-		return unterminated()
-	}
-	k += bodyStart
-	end := k + 1
-	if data[k] == esc {
-		if k+1 == len(data) {
-			return unterminated()
-		}
-		if data[k+1] != '\\' {
-			// An ESC inside the string ends it unfinished, as a terminal would:
-			// this was never a mark.
-			return notMark, 0, nil
-		}
-		end = k + 2
-	}
-	if end-j-1 > MaxHeld {
-		return notMark, 0, nil
-	}
-	return complete, end, parseMark(family, data[bodyStart:k])
+	return false
 }
 
 // parseMark reads a mark's body (what follows "133;", "633;" or "7;").

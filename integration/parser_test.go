@@ -124,10 +124,12 @@ var corpus = []string{
 	"\x1b]13\x1b]63\x1b]7x\x1b]6;\x1b\x1b]\x1b]133;D\x07\x1b]133;D;\x07\x1b]133;D;abc\x07",
 	"\x1b]133;A;cl=m;aid=1\x07\x1b]133;D;130;aid=1\x07\x1b]133;Z\x07\x1b]633;F\x07\x1b]633;P;IsWindows=False\x07",
 	long2000 + "\x07after \x1b]133;C\x07",
-	"\x1b]133;" + strings.Repeat("y", MaxHeld-7) + "\x07",   // total MaxHeld+1: a mark
-	"\x1b]133;" + strings.Repeat("y", MaxHeld-6) + "\x07",   // total MaxHeld+2: not one
-	"\x1b]133;" + strings.Repeat("y", MaxHeld-8) + "\x1b\\", // total MaxHeld+1
-	"\x1b]133;" + strings.Repeat("y", MaxHeld-7) + "\x1b\\", // total MaxHeld+2
+	"\x1b]133;" + strings.Repeat("y", MaxHeld-7) + "\x07",   // total MaxHeld: a mark
+	"\x1b]133;" + strings.Repeat("y", MaxHeld-6) + "\x07",   // total MaxHeld+1: a mark, the longest
+	"\x1b]133;" + strings.Repeat("y", MaxHeld-5) + "\x07",   // total MaxHeld+2: not one
+	"\x1b]133;" + strings.Repeat("y", MaxHeld-8) + "\x1b\\", // total MaxHeld
+	"\x1b]133;" + strings.Repeat("y", MaxHeld-7) + "\x1b\\", // total MaxHeld+1
+	"\x1b]133;" + strings.Repeat("y", MaxHeld-6) + "\x1b\\", // total MaxHeld+2
 	"trailing \x1b]133;C",
 	"trailing \x1b]633;A\x1b",
 	"\x1b\x1b\x1b]]133;A\x07é\x1b]7;/raw/path\x07\x1b]7;\x07",
@@ -251,6 +253,25 @@ func TestParserLongUnterminatedReleased(t *testing.T) {
 	want := []Segment{{Text: long2000 + "\x07"}, {Event: &Event{Kind: CommandStart, Family: 133}}}
 	if !equalSegs(segs, want) {
 		t.Fatalf("got %.200s", dump(segs))
+	}
+}
+
+// A mark of MaxHeld+1 bytes is the longest read, whole or split, with either end.
+func TestParserLongestMark(t *testing.T) {
+	r := rand.New(rand.NewSource(1025))
+	for _, end := range []string{"\x07", "\x1b\\"} {
+		for total, isMark := range map[int]bool{MaxHeld: true, MaxHeld + 1: true, MaxHeld + 2: false} {
+			in := "\x1b]133;D;" + strings.Repeat("9", total-8-len(end)) + end
+			want := ""
+			if !isMark {
+				want = in
+			}
+			for _, chunks := range [][]string{{in}, byteSplit(in), randomSplit(r, in)} {
+				if got := text(feedAll(chunks)); got != want {
+					t.Errorf("%d bytes ended by %q: text %.20q..., want %.20q...", total, end, got, want)
+				}
+			}
+		}
 	}
 }
 

@@ -16,10 +16,10 @@ var closedChan = func() chan struct{} {
 // pseudoterminal's screen without keeping one: whether the alternate screen is up
 // (DEC private modes 1049, 1047 and 47), whether the program asked for bracketed
 // paste (2004), and whether the output asks the terminal something it must answer
-// on the program's input. It holds a few kilobytes at most and reads a chunk with no ESC
-// in it with one IndexByte, where the full emulator holds megabytes and renders every
-// character, so a terminal keeps a Modes for its whole life and makes a Screen only
-// when something needs one.
+// on the program's input. It holds a few kilobytes at most and reads a chunk with no
+// ESC in it with one IndexByte, where the full emulator holds megabytes and renders
+// every character, so a terminal keeps a Modes for its whole life and makes a Screen
+// only when something needs one.
 //
 // A full reset (RIS, ESC c) turns both modes off.
 //

@@ -1,7 +1,6 @@
 package terminal
 
 import (
-	"bytes"
 	"sync"
 	"time"
 
@@ -11,8 +10,9 @@ import (
 // maxScreenBacklog bounds the output waiting for a terminal's screen. The emulator is
 // far slower than a pseudoterminal (a few MB/s on scrolling output), so it is fed on
 // its own goroutine, in order, and never throttles the shell or the subscribers; when
-// it falls this far behind, the oldest backlog is dropped except for the mode switches
-// the host asks the screen about.
+// it falls this far behind, the oldest backlog is dropped except for its effect on the
+// screen's modes (the alternate screen and bracketed paste, which the screen reports
+// to programs that ask, and on which its text depends).
 const maxScreenBacklog = 256 << 10
 
 // During a flood (the backlog was dropped and has not emptied since) the screen gets
@@ -23,13 +23,6 @@ const (
 	floodTail  = 16 << 10
 	floodPause = 20 * time.Millisecond
 )
-
-// modeSwitches are the sequences whose effect outlives the text around them: the
-// alternate screen and bracketed paste, on and off.
-var modeSwitches = [][]byte{
-	[]byte("\x1b[?1049h"), []byte("\x1b[?1049l"), []byte("\x1b[?1047h"), []byte("\x1b[?1047l"),
-	[]byte("\x1b[?2004h"), []byte("\x1b[?2004l"),
-}
 
 // screenFeeder owns a Screen's input side: chunks queue here and one goroutine writes
 // them to the screen in order.
@@ -70,36 +63,22 @@ func (f *screenFeeder) feed(p []byte) {
 	}
 }
 
-// dropBacklogLocked replaces all but the newest chunk with the mode switches they held,
-// in order, so the screen's answers about modes stay right.
+// dropBacklogLocked replaces all but the newest chunk with the mode changes they
+// made, so the screen's modes stay right: a full reset if one came, then the last
+// switch of the alternate screen and of bracketed paste (screen.Modes.Replay). The
+// dropped chunks are read as one stream, so a switch split between two of them counts.
 func (f *screenFeeder) dropBacklogLocked() {
 	last := f.queue[len(f.queue)-1]
 	if len(last) > floodTail {
 		last = last[len(last)-floodTail:]
 	}
 	f.flooding = true
-	var modes []byte
+	var dropped screen.Modes
 	for _, chunk := range f.queue[:len(f.queue)-1] {
-		for len(chunk) > 0 {
-			i := bytes.Index(chunk, []byte("\x1b[?"))
-			if i < 0 {
-				break
-			}
-			chunk = chunk[i:]
-			matched := false
-			for _, m := range modeSwitches {
-				if bytes.HasPrefix(chunk, m) {
-					modes = append(modes, m...)
-					chunk = chunk[len(m):]
-					matched = true
-					break
-				}
-			}
-			if !matched {
-				chunk = chunk[3:]
-			}
-		}
+		dropped.ScanBytes(chunk)
 	}
+	modes := dropped.Replay()
+	clear(f.queue)
 	f.queue = f.queue[:0]
 	if len(modes) > 0 {
 		f.queue = append(f.queue, modes)
