@@ -16,6 +16,7 @@ import (
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/persistence"
 	"github.com/termhost/termhost/pty"
+	"github.com/termhost/termhost/screen"
 )
 
 // How a `!` command shows as a tool call, and its terminal's title.
@@ -266,7 +267,7 @@ func (s *session) endWithCode(ctx actor.Context, r *commandRun, code int) {
 
 // printed is the command's text without escape sequences or the sentinel's lines.
 func (r *commandRun) printed() string {
-	text := stripEscapes(r.output.String())
+	text := screen.StripEscapes(r.output.String())
 	if r.marks {
 		return text
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -113,15 +112,6 @@ const previewLimit = 80_000
 // sentinelPrefix names the line a shell without integration echoes after a command:
 // <<<TERMHOST_SENTINEL_<id>_EXIT_<code>>>>.
 const sentinelPrefix = "TERMHOST_SENTINEL_"
-
-var ansiSequence = regexp.MustCompile(`\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])`)
-
-// stripEscapes removes terminal escape sequences and carriage returns.
-func stripEscapes(s string) string {
-	s = ansiSequence.ReplaceAllString(s, "")
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	return strings.ReplaceAll(s, "\r", "")
-}
 
 // lastChars keeps the last n characters of s.
 func lastChars(s string, n int) (string, bool) {

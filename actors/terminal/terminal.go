@@ -81,13 +81,10 @@ type terminal struct {
 
 	// Under a pseudoterminal: the headless screen (fed in order on its own goroutine)
 	// and the shell integration's command tracker. Both nil on pipes.
-	scr    *screen.Screen
-	feeder *screenFeeder
-	modes  *modeTracker
-	// queryCarry is the unfinished escape at the end of the last chunk, while the
-	// terminal has no screen yet.
-	queryCarry string
-	tracker    *integration.Tracker
+	scr     *screen.Screen
+	feeder  *screenFeeder
+	modes   *screen.Modes
+	tracker *integration.Tracker
 
 	system *actor.ActorSystem
 	// watcher is the session that opened this terminal, if one did.
@@ -300,7 +297,7 @@ func (t *terminal) snapshotQuery(ctx actor.Context) {
 func (t *terminal) screenQuery(ctx actor.Context, m *ScreenQuery, live bool) {
 	info := &ScreenInfo{IsPty: t.usePty, WhenAltBuffer: Settled}
 	if t.modes != nil {
-		info.AltBuffer, info.BracketedPaste, info.WhenAltBuffer = t.modes.alt, t.modes.paste, t.modes.whenAlt
+		info.AltBuffer, info.BracketedPaste, info.WhenAltBuffer = t.modes.AltScreen(), t.modes.BracketedPaste(), t.modes.WhenAltScreen()
 	}
 	if m.Text {
 		if live {
@@ -362,7 +359,7 @@ func (t *terminal) start(ctx actor.Context) {
 	if t.usePty {
 		t.listTimer = time.AfterFunc(t.cfg.ListTimeout, func() { ctx.ActorSystem().Root.Send(self, &listTimeout{}) })
 		t.prepareIntegration(&spec)
-		t.modes = newModeTracker()
+		t.modes = new(screen.Modes)
 	}
 	props, input := newShell(t.cfg, spec, dirErr, self)
 	t.input = input
@@ -549,20 +546,8 @@ func (t *terminal) output(ctx actor.Context, data string) {
 	if data == "" {
 		return
 	}
-	if t.modes != nil {
-		t.modes.scan(data)
-		if t.scr == nil {
-			// A query split across two reads is seen whole: the tail from the last
-			// ESC is kept for the next chunk.
-			probe := t.queryCarry + data
-			t.queryCarry = ""
-			if i := strings.LastIndexByte(probe, 0x1b); i >= 0 && len(probe)-i < 32 {
-				t.queryCarry = probe[i:]
-			}
-			if asksTheTerminal(probe) {
-				t.ensureScreen(ctx)
-			}
-		}
+	if t.modes.Scan(data) && t.scr == nil {
+		t.ensureScreen(ctx)
 	}
 	if t.feeder != nil {
 		t.feeder.feed([]byte(data))
