@@ -27,7 +27,7 @@ const (
 // screenFeeder owns a Screen's input side: chunks queue here and one goroutine writes
 // them to the screen in order.
 type screenFeeder struct {
-	scr *screen.Screen
+	scr screenWriter
 
 	mu       sync.Mutex // guards queue, size, closed and flooding
 	queue    [][]byte
@@ -38,9 +38,20 @@ type screenFeeder struct {
 	stopped  chan struct{}
 }
 
-func newScreenFeeder(scr *screen.Screen) *screenFeeder {
+// screenWriter is what the feeder feeds: a *screen.Screen.
+type screenWriter interface {
+	Write(p []byte)
+	Close()
+}
+
+var _ screenWriter = (*screen.Screen)(nil)
+
+// newScreenFeeder starts feeding scr. A panic while feeding it (the emulator failing
+// on some output) stops the feeder and is handed to failed, from the feeder's own
+// goroutine: its owner decides what becomes of the screen, and the host goes on.
+func newScreenFeeder(scr screenWriter, failed func(f *screenFeeder, reason any)) *screenFeeder {
 	f := &screenFeeder{scr: scr, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
-	go f.run()
+	go f.run(failed)
 	return f
 }
 
@@ -87,8 +98,16 @@ func (f *screenFeeder) dropBacklogLocked() {
 	f.size = len(modes) + len(last)
 }
 
-func (f *screenFeeder) run() {
+func (f *screenFeeder) run(failed func(f *screenFeeder, reason any)) {
 	defer close(f.stopped)
+	defer func() {
+		if reason := recover(); reason != nil {
+			f.mu.Lock()
+			f.closed, f.queue = true, nil
+			f.mu.Unlock()
+			failed(f, reason)
+		}
+	}()
 	for range f.wake {
 		for {
 			f.mu.Lock()
@@ -130,5 +149,13 @@ func (f *screenFeeder) close() {
 	default:
 	}
 	<-f.stopped
+	f.scr.Close()
+}
+
+// abandon lets go of a feeder whose goroutine failed: the screen it fed may be in any
+// state, so it is closed as far as it will close, and not used again.
+func (f *screenFeeder) abandon() {
+	<-f.stopped
+	defer func() { _ = recover() }()
 	f.scr.Close()
 }

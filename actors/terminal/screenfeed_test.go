@@ -3,7 +3,9 @@ package terminal
 import (
 	"bytes"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // A backlog that is dropped leaves the newest chunk's tail and the mode changes the
@@ -59,5 +61,53 @@ func TestDropBacklogTwice(t *testing.T) {
 	f.dropBacklogLocked()
 	if len(f.queue) != 2 || !bytes.Equal(f.queue[0], []byte("\x1b[?1049h\x1b[?2004h")) || string(f.queue[1]) != "tail" {
 		t.Fatalf("queue %q", f.queue)
+	}
+}
+
+// breakingScreen is a screen whose emulator fails on the byte '!'.
+type breakingScreen struct {
+	mu     sync.Mutex
+	wrote  []byte
+	closed bool
+}
+
+func (s *breakingScreen) Write(p []byte) {
+	if bytes.IndexByte(p, '!') >= 0 {
+		panic("the emulator failed")
+	}
+	s.mu.Lock()
+	s.wrote = append(s.wrote, p...)
+	s.mu.Unlock()
+}
+
+func (s *breakingScreen) Close() { s.mu.Lock(); s.closed = true; s.mu.Unlock() }
+
+// TestScreenFeederPanicIsHandedOver: a panic while feeding the screen stops the
+// feeder and reaches its owner, with the feeder it came from; nothing is fed after
+// it, and the process goes on.
+func TestScreenFeederPanicIsHandedOver(t *testing.T) {
+	scr := &breakingScreen{}
+	type failure struct {
+		f      *screenFeeder
+		reason any
+	}
+	failed := make(chan failure, 1)
+	f := newScreenFeeder(scr, func(f *screenFeeder, reason any) { failed <- failure{f, reason} })
+	f.feed([]byte("fine "))
+	f.feed([]byte("then!"))
+	select {
+	case got := <-failed:
+		if got.f != f || got.reason != "the emulator failed" {
+			t.Fatalf("handed over %+v", got)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("the feeder's panic was never handed over")
+	}
+	f.feed([]byte("after"))
+	f.abandon()
+	scr.mu.Lock()
+	defer scr.mu.Unlock()
+	if string(scr.wrote) != "fine " || !scr.closed {
+		t.Fatalf("the screen got %q (closed %v); want only what came before the failure, then closed", scr.wrote, scr.closed)
 	}
 }

@@ -234,6 +234,8 @@ func (t *terminal) live(ctx actor.Context) {
 		if t.exit == nil {
 			t.writeInput(ctx, m.Data)
 		}
+	case *screenFailed:
+		t.screenFailed(m)
 	case *claimVerdict:
 		t.claimDecided(ctx, m)
 	case *claimReleased:
@@ -385,7 +387,27 @@ func (t *terminal) ensureScreen(ctx actor.Context) {
 	for _, p := range t.state.Content {
 		t.scr.Write([]byte(p.Text()))
 	}
-	t.feeder = newScreenFeeder(t.scr)
+	self := ctx.Self()
+	t.feeder = newScreenFeeder(t.scr, func(f *screenFeeder, reason any) {
+		system.Root.Send(self, &screenFailed{feeder: f, reason: reason})
+	})
+}
+
+// screenFailed says the goroutine feeding the screen panicked: the screen is dropped,
+// and the next thing that needs one makes it afresh from the scrollback, as the first
+// time. The terminal, its process and its subscribers go on.
+type screenFailed struct {
+	feeder *screenFeeder
+	reason any
+}
+
+func (t *terminal) screenFailed(m *screenFailed) {
+	if t.feeder != m.feeder {
+		return
+	}
+	t.cfg.Logger.Error("the terminal's screen failed; it is made again when next needed", "terminal", t.uri, "panic", m.reason)
+	m.feeder.abandon()
+	t.feeder, t.scr = nil, nil
 }
 
 // prepareIntegration gives a pseudoterminal's shell its nonce and, for a shell with
