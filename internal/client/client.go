@@ -8,7 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/coder/websocket"
@@ -60,10 +63,33 @@ type response struct {
 	Error  *messages.Error
 }
 
-// Dial connects to url (ws://…). Options may be nil.
+// UpgradeError is a host's refusal of the WebSocket upgrade: a plain HTTP answer,
+// such as 401 for a token the host does not take, with the start of its body (the
+// host's own sentence).
+type UpgradeError struct {
+	StatusCode int
+	Body       string
+	Err        error
+}
+
+func (e *UpgradeError) Error() string {
+	return fmt.Sprintf("the host answered %d %s: %s", e.StatusCode, http.StatusText(e.StatusCode), e.Body)
+}
+
+func (e *UpgradeError) Unwrap() error { return e.Err }
+
+// Dial connects to url (ws://…). Options may be nil. A host that answers the upgrade
+// with anything but 101 Switching Protocols gives an *UpgradeError.
 func Dial(ctx context.Context, url string, opts *websocket.DialOptions) (*Conn, error) {
-	ws, _, err := websocket.Dial(ctx, url, opts)
+	ws, resp, err := websocket.Dial(ctx, url, opts)
 	if err != nil {
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			var body []byte
+			if resp.Body != nil {
+				body, _ = io.ReadAll(resp.Body) // the library keeps at most 1 KiB of it
+			}
+			return nil, &UpgradeError{StatusCode: resp.StatusCode, Body: strings.TrimSpace(string(body)), Err: err}
+		}
 		return nil, err
 	}
 	ws.SetReadLimit(64 << 20)
@@ -113,15 +139,7 @@ func (c *Conn) readLoop() {
 		if f.Method != "" {
 			n := &Notification{Method: f.Method, Params: f.Params}
 			if f.Method == "action" {
-				var env Envelope
-				if json.Unmarshal(f.Params, &env) == nil {
-					var t struct {
-						Type string `json:"type"`
-					}
-					_ = json.Unmarshal(env.Action, &t)
-					env.Type = t.Type
-					n.Envelope = &env
-				}
+				n.Envelope, _ = decodeEnvelope(f.Params)
 			}
 			c.Notifications <- n
 			continue
@@ -172,6 +190,20 @@ func (c *Conn) Request(ctx context.Context, method string, params any) (json.Raw
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%s: %w", method, ctx.Err())
 	}
+}
+
+// decodeEnvelope decodes an action envelope and reads out its action's type.
+func decodeEnvelope(raw json.RawMessage) (*Envelope, error) {
+	var env Envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return nil, err
+	}
+	var t struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(env.Action, &t)
+	env.Type = t.Type
+	return &env, nil
 }
 
 func (c *Conn) nextIDValue(id string) json.RawMessage { return json.RawMessage(id) }
@@ -250,6 +282,58 @@ func (c *Conn) Subscribe(ctx context.Context, channel string) (*RawSnapshot, err
 // TerminalState decodes a snapshot's state as a terminal's.
 func (s *RawSnapshot) TerminalState() (*messages.TerminalState, error) {
 	var st messages.TerminalState
+	err := json.Unmarshal(s.State, &st)
+	return &st, err
+}
+
+// Unsubscribe sends unsubscribe for channel.
+func (c *Conn) Unsubscribe(ctx context.Context, channel string) error {
+	return c.Notify(ctx, "unsubscribe", map[string]any{"channel": channel})
+}
+
+// ReconnectResult is reconnect's answer (PROTOCOL.md 2.4): Type "replay" with the
+// envelopes missed and the subscriptions that could not be resumed, or Type
+// "snapshot" with fresh snapshots.
+type ReconnectResult struct {
+	Type      string
+	Actions   []*Envelope
+	Missing   []string
+	Snapshots []RawSnapshot
+}
+
+// Reconnect resumes clientID on this new connection, as its first request: the
+// subscriptions go on live after the answer.
+func (c *Conn) Reconnect(ctx context.Context, clientID string, lastSeenServerSeq uint64, subs ...string) (*ReconnectResult, error) {
+	raw, err := c.Request(ctx, "reconnect", map[string]any{
+		"channel": messages.RootURI, "clientId": clientID,
+		"lastSeenServerSeq": lastSeenServerSeq, "subscriptions": append([]string{}, subs...),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		Type      string            `json:"type"`
+		Actions   []json.RawMessage `json:"actions"`
+		Missing   []string          `json:"missing"`
+		Snapshots []RawSnapshot     `json:"snapshots"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("reconnect's answer: %w", err)
+	}
+	out := &ReconnectResult{Type: r.Type, Missing: r.Missing, Snapshots: r.Snapshots}
+	for _, a := range r.Actions {
+		env, err := decodeEnvelope(a)
+		if err != nil {
+			return nil, fmt.Errorf("reconnect's answer: %w", err)
+		}
+		out.Actions = append(out.Actions, env)
+	}
+	return out, nil
+}
+
+// RootState decodes a snapshot's state as the root's.
+func (s *RawSnapshot) RootState() (*messages.RootState, error) {
+	var st messages.RootState
 	err := json.Unmarshal(s.State, &st)
 	return &st, err
 }
