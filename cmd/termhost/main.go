@@ -55,6 +55,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return token(args, stdout, stderr)
 	case "bench":
 		return benchCmd(args, stdout, stderr)
+	case "ls", "new", "attach", "run", "kill":
+		return exitWithStatus(clientVerbs(verb, args, stdout, stderr))
 	case "help":
 		fmt.Fprint(stdout, usageText)
 		return nil
@@ -72,6 +74,13 @@ const usageText = `usage:
   termhost token revoke --state-dir DIR USER|TOKEN-ID
   termhost bench [--url ws://HOST:PORT/ --token TOKEN | --host process|inprocess] [--pty auto|always|never]
                  [--scenario NAME,...] [--json]
+  termhost ls [--json] [--watch]
+  termhost new [--name N] [--cwd DIR] [--attach] [-- CMD ARGS]
+  termhost attach [--read-only] URI|NAME|#N        (ctrl-\ d detaches)
+  termhost run [--cwd DIR] -- CMD ARGS             (exits with the command's code)
+  termhost kill URI|NAME|#N...
+  The client verbs take --url ws://HOST:PORT/ (default $TERMHOST_URL, else ws://127.0.0.1:9187/),
+  --token TOKEN (default $TERMHOST_TOKEN, else <state-dir>/owner.token) and --state-dir DIR.
 `
 
 // defaultStateDir is $XDG_STATE_HOME/termhost, else ~/.local/state/termhost.
