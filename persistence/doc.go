@@ -21,8 +21,11 @@
 //
 //	<session>/session.json                          the SessionRecord
 //	<session>/chats/<chat>/chat.json                the chat's URI
-//	<session>/chats/<chat>/turns.json               its local turns
+//	<session>/chats/<chat>/turns.jsonl              its local turns: a log, one line a turn
 //	<session>/chats/<chat>/terminals/<key>.json     its retained terminals
+//
+// A chat's turns.json, where versions before the log kept its turns whole, is read
+// while no log is there and moved into turns.jsonl by the chat's first write.
 //
 // Every <session>, <chat> and <key> folder or file name is an encoding of the name the
 // caller gave: a lower-case slug of at most 40 letters, digits and dashes, "_", and 32 hex
@@ -34,7 +37,8 @@
 //
 // # Atomicity
 //
-// Every write is atomic: the bytes go to a temporary file in the same folder (named
+// Every file but a chat's log is written whole, atomically: the bytes go to a
+// temporary file in the same folder (named
 // ".<name>.<random>.tmp"), which is written, fsynced and closed, then renamed over the
 // file, and the folder is fsynced so that the rename itself survives a crash. A reader
 // therefore sees either the old file or the new one, never part of one; a crash leaves at
@@ -43,10 +47,22 @@
 // helper that does this, WriteFileAtomic, is the whole host's: the users file and the
 // shell integration scripts are written through it too.
 //
+// A chat's log (turns.jsonl) is appended to instead, so that keeping a chat's n-th
+// turn writes that turn and not the n-1 before it: one line, written and fsynced. A
+// line counts once it ends in a newline; a crash during an append leaves a torn last
+// line, which every read drops, keeping every turn before it, and which the next write
+// rewrites away. The log is rewritten whole, atomically, only to compact it: when it
+// is first opened for writing and holds lines a later line replaced (a turn kept
+// again) or a torn tail, and when such lines come to outweigh the rest. turnlog.go
+// says why JSON Lines and not an embedded database.
+//
+// The session's record is rewritten only when it changes: a turn moves its LastEnd
+// on, and Sessions reads that date off the newest line of each chat's log instead.
+//
 // Writes that depend on each other are made in the order a crash cannot make wrong,
 // each durable before the next begins: KeepTurn writes a turn's output, then the
-// session's record, then the turn that names the output, and RemoveTurns drops turns
-// before their output. A crash leaves at worst output no turn names, never a turn
+// session's record (when it changed), then the turn that names the output, and
+// RemoveTurns drops turns before their output. A crash leaves at worst output no turn names, never a turn
 // naming output that was never written.
 //
 // Deleting a session or a chat is atomic too: its folder is first renamed to a hidden
@@ -55,15 +71,27 @@
 //
 // A file that does not parse - one truncated or written by something else - is refused
 // with an error wrapping ErrCorrupt, never a panic and never a partial value, so the
-// caller refuses what it named and logs it.
+// caller refuses what it named and logs it. In a log, that is a line that does not
+// parse with a line after it that does: a torn tail is a crash's, and is dropped.
 //
 // # Concurrency
 //
 // A Store is safe for concurrent use by many goroutines. Writes to different files go on
-// in parallel; an AppendTurn's read-modify-write of a chat's turns.json is serialised
-// with every other writer of that chat, and deleting or moving a chat or a session waits
-// for the writes under it. Reads take no lock: an atomic rename leaves nothing partial to
-// see. The store assumes it is the only process writing under its root.
+// in parallel (different chats' appends, and their fsyncs, included); the appends to a
+// chat's log are serialised with every other writer of that chat, and deleting or
+// moving a chat or a session waits for the writes under it. Reads take no lock: an
+// atomic rename leaves nothing partial to see, and a line being appended is a torn
+// tail to a reader, which drops it. The store assumes it is the only process writing
+// under its root.
+//
+// # Memory
+//
+// What a Store holds grows with the chats it has written to, not with their turns'
+// bodies: for each such chat, the log's length and the length of each turn's newest
+// line under a 64-bit hash of the turn's id (about 20 bytes a turn), so that an
+// append knows where to write and when replaced lines call for a compaction without
+// reading the file; and each session's record as last written. Turns reads a chat's
+// whole log and returns it; nothing of it is kept.
 //
 // # Keeping nothing
 //

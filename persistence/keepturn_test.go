@@ -27,36 +27,47 @@ func renamedFile(tmp string) string {
 }
 
 // KeepTurn puts the terminal's output in place, whole, before the session's record,
-// and both before the turn that names the output: at the moment turns.json is renamed
-// into place, a crash cannot have lost what the turn names.
+// and both before the turn that names the output: at the moment the turn lands in the
+// chat's log - the log made (renamed into place) with the first turn, a line appended
+// for every later one - a crash cannot have lost what the turn names.
 func TestKeepTurnWritesTheOutputBeforeTheTurn(t *testing.T) {
 	s := openTemp(t)
-	const sess, chat, key = "ahp-session:/order", "ahp-chat:/order", "call-1"
+	const sess, chat = "ahp-session:/order", "ahp-chat:/order"
 	var order []string
-	checked := false
+	landing := "" // the key of the turn being kept
+	landed := 0
+	check := func() {
+		landed++
+		kept, err := s.LoadTerminal(sess, chat, landing)
+		if err != nil || kept.Output != "ran\r\n" {
+			t.Errorf("when the turn of %s lands, its terminal reads %q, %v", landing, kept.Output, err)
+		}
+		if _, err := s.readRecord(sess); err != nil {
+			t.Errorf("when the turn of %s lands, the session's record reads %v", landing, err)
+		}
+	}
 	s.beforeRename = func(tmp string) error {
 		name := renamedFile(tmp)
 		order = append(order, name)
-		if name != turnsFile {
-			return nil
-		}
-		checked = true
-		kept, err := s.LoadTerminal(sess, chat, key)
-		if err != nil || kept.Output != "ran\r\n" {
-			t.Errorf("when the turn is appended, its terminal reads %q, %v", kept.Output, err)
-		}
-		if _, err := s.readRecord(sess); err != nil {
-			t.Errorf("when the turn is appended, the session's record reads %v", err)
+		if name == turnsLogFile {
+			check()
 		}
 		return nil
 	}
-	if err := s.KeepTurn(sess, chat, finishedTurn(sess, key)); err != nil {
-		t.Fatal(err)
+	s.beforeAppend = func(path string) error {
+		order = append(order, "append "+filepath.Base(path))
+		check()
+		return nil
 	}
-	if !checked {
-		t.Fatalf("turns.json was never written; writes: %v", order)
+	for _, key := range []string{"call-1", "call-2"} {
+		landing = key
+		if err := s.KeepTurn(sess, chat, finishedTurn(sess, key)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	terminal := encodeName(key) + ".json"
+	if landed != 2 {
+		t.Fatalf("%d turns landed in the log; writes: %v", landed, order)
+	}
 	at := func(name string) int {
 		for i, n := range order {
 			if n == name {
@@ -66,11 +77,16 @@ func TestKeepTurnWritesTheOutputBeforeTheTurn(t *testing.T) {
 		t.Fatalf("%s was never written; writes: %v", name, order)
 		return -1
 	}
-	if !(at(terminal) < at(sessionFile) && at(sessionFile) < at(turnsFile)) {
-		t.Fatalf("writes in the order %v; want the terminal, then session.json, then turns.json", order)
+	first, second := encodeName("call-1")+".json", encodeName("call-2")+".json"
+	if !(at(first) < at(sessionFile) && at(sessionFile) < at(turnsLogFile) && at(turnsLogFile) < at(second) && at(second) < at("append "+turnsLogFile)) {
+		t.Fatalf("writes in the order %v; want the terminal, then session.json, then the turn, for each turn", order)
+	}
+	// The record said nothing new with the second turn: it was written once.
+	if n := strings.Count(strings.Join(order, " "), sessionFile); n != 1 {
+		t.Fatalf("session.json written %d times; writes: %v", n, order)
 	}
 	turns, err := s.Turns(sess, chat)
-	if err != nil || len(turns) != 1 || turns[0].TerminalKey != key {
+	if err != nil || len(turns) != 2 || turns[0].TerminalKey != "call-1" || turns[1].TerminalKey != "call-2" {
 		t.Fatalf("turns kept: %+v, %v", turns, err)
 	}
 }
@@ -168,8 +184,8 @@ func TestKeepTurnStopsWhenTheRecordFails(t *testing.T) {
 	if turns, err := s.Turns(sess, chat); err != nil || len(turns) != 0 {
 		t.Fatalf("a turn was kept without its record: %+v, %v", turns, err)
 	}
-	if _, err := os.Stat(filepath.Join(s.chatDir(sess, chat), turnsFile)); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("turns.json: %v", err)
+	if _, err := os.Stat(filepath.Join(s.chatDir(sess, chat), turnsLogFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("turns.jsonl: %v", err)
 	}
 
 	bad := finishedTurn("ahp-session:/other", "call-1")

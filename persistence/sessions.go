@@ -81,17 +81,71 @@ func (s *Store) UpdateSession(uri string, fn func(r *SessionRecord) error) error
 	return s.writeRecordLocked(r)
 }
 
+// keepRecord keeps r as SaveSession does, unless the record kept already says all r
+// does but a later LastEnd: a command's turn dates the session's end, and that date
+// is read off the chats' logs (Sessions), not rewritten with every turn.
+func (s *Store) keepRecord(r SessionRecord) error {
+	if err := checkNames("session", r.URI); err != nil {
+		return err
+	}
+	if !s.keeps() {
+		return nil
+	}
+	defer s.locks.rlock(sessionKey(r.URI))()
+	defer s.locks.lock(recordKey(r.URI))()
+	key := recordKey(r.URI)
+	s.mu.Lock()
+	kept, known := s.records[key]
+	s.mu.Unlock()
+	if !known {
+		if rec, err := s.readRecord(r.URI); err == nil {
+			kept, known = rec, true
+			s.rememberRecord(rec)
+		}
+	}
+	if known && sameRecordBut(kept, r) && !r.LastEnd.Before(kept.LastEnd) {
+		return nil
+	}
+	return s.writeRecordLocked(r)
+}
+
+// sameRecordBut reports whether a and b differ at most in LastEnd (and Chats, which
+// is never kept).
+func sameRecordBut(a, b SessionRecord) bool {
+	return a.URI == b.URI && a.Title == b.Title && a.Renamed == b.Renamed && slices.Equal(a.WorkingDirectories, b.WorkingDirectories) &&
+		a.Created.Equal(b.Created) && a.FirstStart.Equal(b.FirstStart)
+}
+
+// rememberRecord notes r as the record kept on disk; the caller holds its record lock.
+func (s *Store) rememberRecord(r SessionRecord) {
+	r.Chats = nil
+	s.mu.Lock()
+	if s.records == nil {
+		s.records = map[string]SessionRecord{}
+	}
+	s.records[recordKey(r.URI)] = r
+	s.mu.Unlock()
+}
+
 func (s *Store) writeRecordLocked(r SessionRecord) error {
 	dir := s.sessionDir(r.URI)
 	if err := s.ensureDir(dir); err != nil {
 		return err
 	}
 	r.Chats = nil
-	return s.writeJSON(dir, sessionFile, sessionFileData{Version: formatVersion, SessionRecord: r})
+	if err := s.writeJSON(dir, sessionFile, sessionFileData{Version: formatVersion, SessionRecord: r}); err != nil {
+		// What the file holds now is not known for sure.
+		s.mu.Lock()
+		delete(s.records, recordKey(r.URI))
+		s.mu.Unlock()
+		return err
+	}
+	s.rememberRecord(r)
+	return nil
 }
 
 // Sessions lists every kept session, oldest Created first (then by URI), each with its
-// chats. A session or chat whose file cannot be read is left out and its error - one
+// chats, and its LastEnd the later of the record's and its chats' newest turn's end. A session or chat whose file cannot be read is left out and its error - one
 // wrapping ErrCorrupt where the file does not parse - is in problems, for the caller to
 // log; the rest are listed all the same. A session folder with no record (one holding
 // only terminals or turns the host never recorded a session for) is not listed.
@@ -126,6 +180,13 @@ func (s *Store) Sessions() (records []SessionRecord, problems []error) {
 		chats, errs := s.chats(dir)
 		r.Chats = chats
 		problems = append(problems, errs...)
+		// The session ended when its newest turn did: KeepTurn does not rewrite the
+		// record for that.
+		for _, c := range chats {
+			if end := lastTurnEnd(filepath.Join(s.chatDir(r.URI, c), turnsLogFile)); end.After(r.LastEnd) {
+				r.LastEnd = end
+			}
+		}
 		records = append(records, r)
 	}
 	slices.SortFunc(records, func(a, b SessionRecord) int {
@@ -207,6 +268,10 @@ func (s *Store) DeleteSession(uri string) error {
 		return nil
 	}
 	defer s.locks.lock(sessionKey(uri))()
+	s.forgetTurnLogsOf(uri)
+	s.mu.Lock()
+	delete(s.records, recordKey(uri))
+	s.mu.Unlock()
 	return removeDir(s.sessionDir(uri))
 }
 
@@ -218,6 +283,7 @@ func (s *Store) DeleteChat(session, chat string) error {
 	}
 	defer s.locks.rlock(sessionKey(session))()
 	defer s.locks.lock(chatKey(session, chat))()
+	s.forgetTurnLog(session, chat)
 	return removeDir(s.chatDir(session, chat))
 }
 
@@ -241,6 +307,8 @@ func (s *Store) MoveChat(chat, from, to string) error {
 	defer s.locks.lock(first)()
 	defer s.locks.lock(second)()
 
+	s.forgetTurnLog(from, chat)
+	s.forgetTurnLog(to, chat)
 	src, dst := s.chatDir(from, chat), s.chatDir(to, chat)
 	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
 		return nil

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"io/fs"
 	"os"
@@ -69,6 +70,22 @@ type Store struct {
 
 	// locks maps a lock name (see sessionKey, chatKey, recordKey) to its RWMutex.
 	locks lockMap
+	// seed hashes turn ids in what the store knows of a log (turnLog.lines).
+	seed maphash.Seed
+
+	mu sync.Mutex // guards logs and records
+	// logs is what the store knows of each chat's log it has written to, by chatKey.
+	// An entry is read and changed only under its chat's lock held exclusively.
+	logs map[string]*turnLog
+	// records are the session records as last written or read, by recordKey.
+	records map[string]SessionRecord
+
+	// onWrite, when set (tests only), is told how many bytes each write put in a
+	// file: a whole file's for an atomic write, a line's for an append.
+	onWrite func(path string, n int)
+	// beforeAppend, when set (tests only), runs before a line is appended to a log;
+	// an error it returns aborts the append as a crash before it would.
+	beforeAppend func(path string) error
 
 	// beforeRename, when set (tests only), runs after a temporary file is written and
 	// synced and before it is renamed into place; an error it returns aborts the write
@@ -90,7 +107,7 @@ func Open(root string) (*Store, error) {
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("persistence: open %s: %w", abs, err)
 	}
-	s := &Store{root: abs}
+	s := &Store{root: abs, seed: maphash.MakeSeed()}
 	s.sweep()
 	return s, nil
 }
@@ -220,7 +237,19 @@ func (s *Store) writeAtomic(dir, name string, data []byte) error {
 	if s.beforeRename != nil {
 		opts = append(opts, BeforeRename(s.beforeRename))
 	}
-	return WriteFileAtomic(filepath.Join(dir, name), data, 0o600, opts...)
+	path := filepath.Join(dir, name)
+	if err := WriteFileAtomic(path, data, 0o600, opts...); err != nil {
+		return err
+	}
+	s.wrote(path, len(data))
+	return nil
+}
+
+// wrote tells onWrite about a write.
+func (s *Store) wrote(path string, n int) {
+	if s.onWrite != nil {
+		s.onWrite(path, n)
+	}
 }
 
 // writeJSON encodes v and writes it atomically to dir/name.

@@ -299,6 +299,8 @@ func TestFailedWriteKeepsTheOldFile(t *testing.T) {
 		sawTemp = tmp
 		return crash
 	}
+	// An append to the log fails before it writes, as a crash would stop it.
+	s.beforeAppend = func(string) error { return crash }
 	second := first
 	second.Output = "second"
 	if err := s.SaveTerminal(sess, chat, key, second); !errors.Is(err, crash) {
@@ -307,7 +309,8 @@ func TestFailedWriteKeepsTheOldFile(t *testing.T) {
 	if err := s.AppendTurn(sess, chat, LocalTurn{ID: "t2", State: TurnComplete}); !errors.Is(err, crash) {
 		t.Fatalf("AppendTurn = %v, want the crash", err)
 	}
-	if sawTemp == "" || filepath.Dir(sawTemp) != s.chatDir(sess, chat) {
+	s.beforeAppend = nil
+	if sawTemp == "" || filepath.Dir(sawTemp) != filepath.Join(s.chatDir(sess, chat), terminalsDir) {
 		t.Fatalf("temporary file %q is not in the file's own folder", sawTemp)
 	}
 	s.beforeRename = nil
@@ -418,7 +421,7 @@ func TestNamesStayInsideTheRoot(t *testing.T) {
 			return nil
 		}
 		switch name := d.Name(); name {
-		case sessionFile, chatFile, turnsFile, chatsDir, terminalsDir:
+		case sessionFile, chatFile, turnsFile, turnsLogFile, chatsDir, terminalsDir:
 		default:
 			if !enc.MatchString(name) {
 				t.Errorf("unsafe name in the store: %q", p)
@@ -755,24 +758,32 @@ func TestLocalTurns(t *testing.T) {
 		}
 	}
 
-	// A truncated turns.json is refused on reading and not overwritten by an append.
-	path := filepath.Join(s.chatDir(sess, chat), turnsFile)
+	// A line that does not parse before lines that do is no crash's doing: the log is
+	// refused on reading and not written to by an append.
+	path := filepath.Join(s.chatDir(sess, chat), turnsLogFile)
 	good := mustRead(t, path)
-	if err := os.WriteFile(path, good[:len(good)/3], 0o600); err != nil {
+	lines := strings.SplitAfter(string(good), "\n")
+	bad := lines[0] + lines[1][:len(lines[1])/2] + "\n" + strings.Join(lines[2:], "")
+	if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Turns(sess, chat); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("Turns of a truncated file = %v, want ErrCorrupt", err)
+	reopened, err := Open(s.Root())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := s.AppendTurn(sess, chat, LocalTurn{ID: "l4", State: TurnComplete}); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("AppendTurn onto a truncated file = %v, want ErrCorrupt", err)
+	if _, err := reopened.Turns(sess, chat); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Turns of a log with a bad line = %v, want ErrCorrupt", err)
 	}
-	if len(mustRead(t, path)) != len(good)/3 {
-		t.Fatal("a corrupt turns.json was overwritten")
+	if err := reopened.AppendTurn(sess, chat, LocalTurn{ID: "l4", State: TurnComplete}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("AppendTurn onto a log with a bad line = %v, want ErrCorrupt", err)
+	}
+	if string(mustRead(t, path)) != bad {
+		t.Fatal("a corrupt log was written to")
 	}
 	if err := os.WriteFile(path, good, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	s = reopened
 
 	// RemoveTurns takes the turns' kept terminals with them.
 	if err := s.SaveTerminal(sess, chat, "call-1", RetainedTerminal{Output: "o"}); err != nil {

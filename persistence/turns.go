@@ -58,17 +58,21 @@ func (t *LocalTurn) validate() error {
 	return nil
 }
 
-// turnsFileData is a chat's turns.json.
+// turnsFileData is a chat's turns.json, where versions before the log kept its turns
+// (readLegacyTurns); the first write to the chat migrates it into turns.jsonl.
 type turnsFileData struct {
 	Version int         `json:"version"`
 	Chat    string      `json:"chat"`
 	Turns   []LocalTurn `json:"turns"`
 }
 
-// AppendTurn keeps turn as the chat's latest local turn. A turn with the ID of one
-// already kept replaces it where it stands, so keeping a turn twice is harmless. A
-// turns.json that does not parse is not overwritten: the error wraps ErrCorrupt, and
-// DeleteChat is the way to start the chat's local turns afresh.
+// AppendTurn keeps turn as the chat's latest local turn: one line appended to the
+// chat's log and fsynced, whatever the chat kept before (see turnlog.go). A turn with
+// the ID of one already kept replaces it where it stands, so keeping a turn twice is
+// harmless. A log (or an older version's turns.json) that does not parse is not
+// written to: the error wraps ErrCorrupt, and DeleteChat is the way to start the
+// chat's local turns afresh. A torn last line, as a crash during an append leaves, is
+// not corrupt: it is dropped.
 func (s *Store) AppendTurn(session, chat string, turn LocalTurn) error {
 	if err := checkNames("session or chat", session, chat); err != nil {
 		return err
@@ -81,16 +85,7 @@ func (s *Store) AppendTurn(session, chat string, turn LocalTurn) error {
 	}
 	defer s.locks.rlock(sessionKey(session))()
 	defer s.locks.lock(chatKey(session, chat))()
-	turns, err := s.readTurns(session, chat)
-	if err != nil {
-		return err
-	}
-	if i := slices.IndexFunc(turns, func(t LocalTurn) bool { return t.ID == turn.ID }); i >= 0 {
-		turns[i] = turn
-	} else {
-		turns = append(turns, turn)
-	}
-	return s.writeTurnsLocked(session, chat, turns)
+	return s.appendTurnLocked(session, chat, turn)
 }
 
 // A FinishedTurn is what is kept when a `!` command's turn ends: what its terminal
@@ -100,14 +95,17 @@ type FinishedTurn struct {
 	// when there is nothing to keep.
 	Terminal *RetainedTerminal
 	// Record is the session's record with its dates and title; nil leaves it as kept.
+	// It is written only when it says more than the record kept does: a LastEnd that
+	// moved on alone is not written, as Sessions reads it off the chats' logs.
 	Record *SessionRecord
 	// Turn is the local turn, appended as AppendTurn does.
 	Turn LocalTurn
 }
 
 // KeepTurn keeps a finished turn in the one order a crash cannot make wrong: the
-// terminal's output first, then the session's record, then the turn that names the
-// output, each written, fsynced and its folder fsynced before the next begins. A crash
+// terminal's output first, then the session's record (when it changed), then the turn
+// that names the output, each written, fsynced and its folder fsynced before the next
+// begins; the turn is one line appended to the chat's log. A crash
 // (a SIGKILL, a power cut) at any moment therefore leaves at worst output or a record
 // that no turn names yet, never a turn naming output that was never written, which a
 // subscribe would refuse when the call's preview is cut short (seed 000, "A terminal a
@@ -138,7 +136,7 @@ func (s *Store) KeepTurn(session, chat string, f FinishedTurn) error {
 		f.Turn.TerminalKey = ""
 	}
 	if f.Record != nil {
-		if err := s.SaveSession(*f.Record); err != nil {
+		if err := s.keepRecord(*f.Record); err != nil {
 			return errors.Join(append(errs, err)...)
 		}
 	}
@@ -149,7 +147,9 @@ func (s *Store) KeepTurn(session, chat string, f FinishedTurn) error {
 }
 
 // Turns returns the chat's local turns in the order they ran; none is an empty result,
-// not an error. A turns.json that does not parse is an error wrapping ErrCorrupt.
+// not an error. It reads the chat's whole log (or an older version's turns.json),
+// without a lock: a line being appended meanwhile is a torn tail, and not read. A log
+// that does not parse is an error wrapping ErrCorrupt.
 func (s *Store) Turns(session, chat string) ([]LocalTurn, error) {
 	if !s.keeps() || session == "" || chat == "" {
 		return nil, nil
@@ -159,13 +159,19 @@ func (s *Store) Turns(session, chat string) ([]LocalTurn, error) {
 
 // RemoveTurns drops the chat's local turns with the given ids, and the terminals kept
 // under their TerminalKey with them, as when a truncation drops those turns or
-// MergeTurns found their anchor gone. Ids not kept are ignored.
+// MergeTurns found their anchor gone. Ids not kept are ignored. The chat's log is
+// rewritten without them (a truncation is rare; an append never rewrites it).
 func (s *Store) RemoveTurns(session, chat string, ids ...string) error {
 	if !s.keeps() || session == "" || chat == "" || len(ids) == 0 {
 		return nil
 	}
 	defer s.locks.rlock(sessionKey(session))()
 	defer s.locks.lock(chatKey(session, chat))()
+	// Opening the log for writing migrates an older turns.json first.
+	l, err := s.openTurnLogLocked(session, chat)
+	if err != nil {
+		return err
+	}
 	turns, err := s.readTurns(session, chat)
 	if err != nil {
 		return err
@@ -183,9 +189,12 @@ func (s *Store) RemoveTurns(session, chat string, ids ...string) error {
 	}
 	// The turns go first: a crash between the two leaves a terminal no turn names,
 	// never a turn whose terminal is missing.
-	if err := s.writeTurnsLocked(session, chat, turns); err != nil {
+	fresh, err := s.rewriteTurnLogLocked(session, chat, turns)
+	if err != nil {
+		s.forgetTurnLog(session, chat)
 		return err
 	}
+	*l = *fresh
 	var errs []error
 	for _, t := range gone {
 		if t.TerminalKey != "" {
@@ -195,40 +204,15 @@ func (s *Store) RemoveTurns(session, chat string, ids ...string) error {
 	return errors.Join(errs...)
 }
 
+// readTurns reads the chat's local turns from its log, or from the turns.json of an
+// older version where there is no log yet.
 func (s *Store) readTurns(session, chat string) ([]LocalTurn, error) {
-	path := filepath.Join(s.chatDir(session, chat), turnsFile)
-	var f turnsFileData
-	if err := readJSON(path, maxTurnsFile, &f); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return nil, nil
-		}
-		return nil, err
+	cdir := s.chatDir(session, chat)
+	sc, err := readTurnLog(filepath.Join(cdir, turnsLogFile), chat, s.seed)
+	if errors.Is(err, ErrNotFound) {
+		return readLegacyTurns(filepath.Join(cdir, turnsFile), chat)
 	}
-	if f.Version != formatVersion {
-		return nil, corrupt(path, "format version %d, want %d", f.Version, formatVersion)
-	}
-	if f.Chat != chat {
-		return nil, corrupt(path, "kept for chat %q, not %q", f.Chat, chat)
-	}
-	for i := range f.Turns {
-		if f.Turns[i].ID == "" {
-			return nil, corrupt(path, "turn %d has no id", i)
-		}
-	}
-	return f.Turns, nil
-}
-
-// writeTurnsLocked replaces the chat's turns.json; the caller holds the chat's lock
-// exclusively.
-func (s *Store) writeTurnsLocked(session, chat string, turns []LocalTurn) error {
-	cdir, err := s.ensureChat(session, chat)
-	if err != nil {
-		return err
-	}
-	if turns == nil {
-		turns = []LocalTurn{}
-	}
-	return s.writeJSON(cdir, turnsFile, turnsFileData{Version: formatVersion, Chat: chat, Turns: turns})
+	return sc.turns, err
 }
 
 // MergeTurns puts a chat's local turns back among the turns of its live state or

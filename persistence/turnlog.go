@@ -1,0 +1,458 @@
+package persistence
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// A chat's local turns are a log: turns.jsonl, JSON Lines. Its first line says what it
+// is ({"version":2,"chat":...}); every other line is one LocalTurn, appended as the turn
+// is kept, with one write and one fsync, so keeping a chat's n-th turn costs what the
+// turn weighs and not what the chat has kept before it. A line whose id an earlier line
+// has is that turn again, kept where the first one stood.
+//
+// Why JSON Lines and not an embedded database: the store keeps every chat in a folder
+// of its own, and a chat's turns are only ever appended, read whole (when the host
+// restarts, or a chat is truncated) and deleted with the chat. A file per chat that is
+// only appended to needs no page cache, no compaction of its own and no lock shared
+// between chats (whose turns are written by different sessions at once), and stays
+// readable with a text editor and `jq`, as every other file of the store is. A
+// database (bbolt, SQLite) would be one more moving part whose every commit rewrites
+// pages and a free list, to serve what an append does.
+//
+// Crash safety: a line counts only once it ends in a newline, and it is fsynced before
+// the append returns. A crash in the middle of an append leaves a last line that is
+// cut short (or, on a file system that extends a file before its data lands, bytes
+// that do not parse): that tail is dropped when the log is read, and rewritten away
+// when the log is next opened for writing. A line that does not parse followed by one
+// that does is no crash's doing, and the log is refused as corrupt.
+//
+// Compaction: a log is rewritten whole, atomically, with only each turn's newest line,
+// when the store first opens it for writing and finds lines that a later line
+// replaced, or a torn tail, or the turns.json of an older version (which it migrates);
+// and when the lines replaced grow past the lines kept (and past compactMinDead), so a
+// chat whose turns are kept over and over stays twice its size at most. A log of
+// turns appended once each is never rewritten.
+const (
+	turnsLogFile = "turns.jsonl"
+	// turnsLogVersion is the log's format version; turns.json was version 1.
+	turnsLogVersion = 2
+	// compactMinDead is how many bytes of replaced lines a log may hold before the
+	// next append rewrites it.
+	compactMinDead = 64 << 10
+	// maxTurnLine is the longest line a log may hold: a turn's result carries at most
+	// an 80,000-character preview, about 480,000 bytes escaped. A longer line is
+	// refused as corrupt, not read into memory.
+	maxTurnLine = 16 << 20
+)
+
+// turnLogHeader is a log's first line.
+type turnLogHeader struct {
+	Version int    `json:"version"`
+	Chat    string `json:"chat"`
+}
+
+// turnLog is what the store knows of a chat's log while it writes to it: enough to
+// append without reading the file and to know when to compact it. It is used only
+// under the chat's lock held exclusively.
+type turnLog struct {
+	// size is the length of the file: where the next line goes.
+	size int64
+	// dead is the bytes of lines a later line replaced.
+	dead int64
+	// lines is the length of each kept turn's newest line, by a hash of its id. A
+	// collision only misjudges when to compact; what is read never depends on it.
+	lines map[uint64]int64
+}
+
+// turnLogScan is what reading a log found.
+type turnLogScan struct {
+	turns []LocalTurn
+	log   turnLog
+	// torn says bytes after the last whole line were dropped.
+	torn bool
+}
+
+// readTurnLog reads a chat's log. A log that is not there is ErrNotFound; one whose
+// header is not this chat's, or that holds a bad line before a good one, wraps
+// ErrCorrupt. seed hashes the ids for the scan's turnLog.
+func readTurnLog(path, chat string, seed maphash.Seed) (turnLogScan, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return turnLogScan{}, ErrNotFound
+	}
+	if err != nil {
+		return turnLogScan{}, fmt.Errorf("persistence: read %s: %w", path, err)
+	}
+	defer f.Close()
+	sc := turnLogScan{log: turnLog{lines: map[uint64]int64{}}}
+	at := map[string]int{} // id -> index in turns
+	r := bufio.NewReaderSize(f, 64<<10)
+	var offset int64
+	badAt := int64(-1) // where the first line that does not parse starts
+	for n := 0; ; n++ {
+		line, err := readLine(r, maxTurnLine)
+		if errors.Is(err, errLineTooLong) {
+			return turnLogScan{}, corrupt(path, "line %d is longer than %d bytes", n+1, maxTurnLine)
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return turnLogScan{}, fmt.Errorf("persistence: read %s: %w", path, err)
+		}
+		if len(line) == 0 || line[len(line)-1] != '\n' {
+			// The end of the file: nothing, or a line cut short.
+			sc.torn = len(line) > 0 || badAt >= 0
+			break
+		}
+		start := offset
+		offset += int64(len(line))
+		if n == 0 {
+			var h turnLogHeader
+			if json.Unmarshal(line, &h) != nil || h.Version != turnsLogVersion {
+				return turnLogScan{}, corrupt(path, "not a turns log of version %d", turnsLogVersion)
+			}
+			if h.Chat != chat {
+				return turnLogScan{}, corrupt(path, "kept for chat %q, not %q", h.Chat, chat)
+			}
+			sc.log.size = offset
+			continue
+		}
+		var t LocalTurn
+		if json.Unmarshal(line, &t) != nil || t.validate() != nil {
+			if badAt < 0 {
+				badAt = start
+			}
+			continue
+		}
+		if badAt >= 0 {
+			return turnLogScan{}, corrupt(path, "a line at byte %d does not parse, and lines after it do", badAt)
+		}
+		size := int64(len(line))
+		h := maphash.String(seed, t.ID)
+		sc.log.dead += sc.log.lines[h]
+		sc.log.lines[h] = size
+		sc.log.size = offset
+		if i, ok := at[t.ID]; ok {
+			sc.turns[i] = t
+			continue
+		}
+		at[t.ID] = len(sc.turns)
+		sc.turns = append(sc.turns, t)
+	}
+	if sc.log.size == 0 {
+		// Not even a header: a log is made whole with its first line, so this one
+		// was written by something else.
+		return turnLogScan{}, corrupt(path, "no header line")
+	}
+	return sc, nil
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine reads up to and including the next newline, or to the end of the input; a
+// line longer than limit is errLineTooLong.
+func readLine(r *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > limit {
+			return nil, errLineTooLong
+		}
+		line = append(line, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
+	}
+}
+
+// encodeTurnLog is a whole log holding turns, as a compaction writes it.
+func encodeTurnLog(chat string, turns []LocalTurn, seed maphash.Seed) ([]byte, turnLog, error) {
+	var b bytes.Buffer
+	head, err := json.Marshal(turnLogHeader{Version: turnsLogVersion, Chat: chat})
+	if err != nil {
+		return nil, turnLog{}, err
+	}
+	b.Write(head)
+	b.WriteByte('\n')
+	log := turnLog{lines: make(map[uint64]int64, len(turns))}
+	for _, t := range turns {
+		line, err := turnLine(t)
+		if err != nil {
+			return nil, turnLog{}, err
+		}
+		b.Write(line)
+		h := maphash.String(seed, t.ID)
+		log.dead += log.lines[h]
+		log.lines[h] = int64(len(line))
+	}
+	log.size = int64(b.Len())
+	return b.Bytes(), log, nil
+}
+
+// turnLine is a turn's line in a log, newline included.
+func turnLine(t LocalTurn) ([]byte, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: encode turn %s: %w", t.ID, err)
+	}
+	return append(b, '\n'), nil
+}
+
+// openTurnLogLocked is the chat's log, ready to append to: read (once per Store) and,
+// where it holds replaced lines or a torn tail, rewritten; made from the chat's
+// turns.json where an older version kept its turns there. The caller holds the
+// session's lock and the chat's exclusively.
+func (s *Store) openTurnLogLocked(session, chat string) (*turnLog, error) {
+	key := chatKey(session, chat)
+	s.mu.Lock()
+	l := s.logs[key]
+	s.mu.Unlock()
+	if l != nil {
+		return l, nil
+	}
+	cdir := s.chatDir(session, chat)
+	path := filepath.Join(cdir, turnsLogFile)
+	legacy := filepath.Join(cdir, turnsFile)
+	sc, err := readTurnLog(path, chat, s.seed)
+	migrate := false
+	switch {
+	case errors.Is(err, ErrNotFound):
+		turns, err := readLegacyTurns(legacy, chat)
+		if err != nil {
+			return nil, err
+		}
+		if turns == nil {
+			// Nothing kept yet: the first append makes the log.
+			l = &turnLog{lines: map[uint64]int64{}}
+			break
+		}
+		sc.turns, migrate = turns, true
+	case err != nil:
+		return nil, err
+	default:
+		l = &sc.log
+		if sc.torn || sc.log.dead > 0 {
+			l = nil
+		}
+	}
+	if l == nil {
+		// Compact: only each turn's newest line, whole lines only.
+		if l, err = s.rewriteTurnLogLocked(session, chat, sc.turns); err != nil {
+			return nil, err
+		}
+	}
+	if migrate || fileExists(legacy) {
+		// The log holds everything turns.json did (a crash after the log was written
+		// and before this removal leaves both, and the log is the one read).
+		if err := os.Remove(legacy); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("persistence: remove %s: %w", legacy, err)
+		}
+		if err := syncDir(cdir); err != nil {
+			return nil, fmt.Errorf("persistence: sync %s: %w", cdir, err)
+		}
+	}
+	s.mu.Lock()
+	if s.logs == nil {
+		s.logs = map[string]*turnLog{}
+	}
+	s.logs[key] = l
+	s.mu.Unlock()
+	return l, nil
+}
+
+// rewriteTurnLogLocked replaces the chat's log with one holding turns, atomically,
+// and returns what the store then knows of it. The caller holds the chat's lock
+// exclusively.
+func (s *Store) rewriteTurnLogLocked(session, chat string, turns []LocalTurn) (*turnLog, error) {
+	data, l, err := encodeTurnLog(chat, turns, s.seed)
+	if err != nil {
+		return nil, err
+	}
+	cdir, err := s.ensureChat(session, chat)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.writeAtomic(cdir, turnsLogFile, data); err != nil {
+		return nil, fmt.Errorf("persistence: write %s: %w", filepath.Join(cdir, turnsLogFile), err)
+	}
+	return &l, nil
+}
+
+// appendTurnLocked keeps turn as the chat's newest line: one write and one fsync,
+// whatever the chat kept before (the first turn makes the log, atomically, with its
+// header). The caller holds the session's lock and the chat's exclusively.
+func (s *Store) appendTurnLocked(session, chat string, turn LocalTurn) error {
+	l, err := s.openTurnLogLocked(session, chat)
+	if err != nil {
+		return err
+	}
+	line, err := turnLine(turn)
+	if err != nil {
+		return err
+	}
+	if len(line) > maxTurnLine {
+		return fmt.Errorf("%w: turn %s is %d bytes, more than a log line holds (%d)", ErrInvalid, turn.ID, len(line), maxTurnLine)
+	}
+	if l.size == 0 {
+		fresh, err := s.rewriteTurnLogLocked(session, chat, []LocalTurn{turn})
+		if err != nil {
+			return err
+		}
+		*l = *fresh
+		return nil
+	}
+	path := filepath.Join(s.chatDir(session, chat), turnsLogFile)
+	if err := s.appendLine(path, l.size, line); err != nil {
+		// What the file holds past l.size is unknown now: read it again next time.
+		s.forgetTurnLog(session, chat)
+		return fmt.Errorf("persistence: append to %s: %w", path, err)
+	}
+	h := maphash.String(s.seed, turn.ID)
+	l.dead += l.lines[h]
+	l.lines[h] = int64(len(line))
+	l.size += int64(len(line))
+	if l.dead > compactMinDead && l.dead > l.size-l.dead {
+		turns, err := s.readTurns(session, chat)
+		if err != nil {
+			return err
+		}
+		fresh, err := s.rewriteTurnLogLocked(session, chat, turns)
+		if err != nil {
+			s.forgetTurnLog(session, chat)
+			return err
+		}
+		*l = *fresh
+	}
+	return nil
+}
+
+// appendLine writes line at the end of the log at path, which is size bytes long, and
+// fsyncs it. On a failure the file is cut back to size, so no part of the line stays
+// for the next append to land after.
+func (s *Store) appendLine(path string, size int64, line []byte) (err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Truncate(size)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	if s.beforeAppend != nil {
+		if err := s.beforeAppend(path); err != nil {
+			return err
+		}
+	}
+	n, err := f.WriteAt(line, size)
+	s.wrote(path, n)
+	if err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// forgetTurnLog drops what the store knows of a chat's log, so the next write reads it
+// again.
+func (s *Store) forgetTurnLog(session, chat string) {
+	s.mu.Lock()
+	delete(s.logs, chatKey(session, chat))
+	s.mu.Unlock()
+}
+
+// forgetTurnLogsOf drops what the store knows of every log of a session.
+func (s *Store) forgetTurnLogsOf(session string) {
+	prefix := "c/" + encodeName(session) + "/"
+	s.mu.Lock()
+	for k := range s.logs {
+		if len(k) > len(prefix) && k[:len(prefix)] == prefix {
+			delete(s.logs, k)
+		}
+	}
+	s.mu.Unlock()
+}
+
+// readLegacyTurns reads the turns.json of an older version: nil when there is none,
+// an error wrapping ErrCorrupt when it does not parse (it is then left as it is).
+func readLegacyTurns(path, chat string) ([]LocalTurn, error) {
+	var f turnsFileData
+	if err := readJSON(path, maxTurnsFile, &f); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if f.Version != formatVersion {
+		return nil, corrupt(path, "format version %d, want %d", f.Version, formatVersion)
+	}
+	if f.Chat != chat {
+		return nil, corrupt(path, "kept for chat %q, not %q", f.Chat, chat)
+	}
+	for i := range f.Turns {
+		if f.Turns[i].ID == "" {
+			return nil, corrupt(path, "turn %d has no id", i)
+		}
+	}
+	if f.Turns == nil {
+		f.Turns = []LocalTurn{}
+	}
+	return f.Turns, nil
+}
+
+// lastTurnEnd is when the newest turn of a chat's log ended, read from its last whole
+// line alone; zero when there is none or it does not parse.
+func lastTurnEnd(path string) time.Time {
+	f, err := os.Open(path)
+	if err != nil {
+		return time.Time{}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return time.Time{}
+	}
+	size := fi.Size()
+	for chunk := int64(4 << 10); ; chunk *= 4 {
+		from := max(size-chunk, 0)
+		buf := make([]byte, size-from)
+		if _, err := f.ReadAt(buf, from); err != nil && !errors.Is(err, io.EOF) {
+			return time.Time{}
+		}
+		// Whole lines only: drop a torn tail, then take the line before the end.
+		end := bytes.LastIndexByte(buf, '\n')
+		if end < 0 {
+			if from == 0 {
+				return time.Time{}
+			}
+			continue
+		}
+		start := bytes.LastIndexByte(buf[:end], '\n') + 1
+		if start == 0 && from > 0 {
+			if chunk > maxTurnLine {
+				return time.Time{}
+			}
+			continue
+		}
+		var t LocalTurn
+		if json.Unmarshal(buf[start:end], &t) != nil {
+			return time.Time{}
+		}
+		return t.EndedAt
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}

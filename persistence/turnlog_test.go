@@ -1,0 +1,318 @@
+package persistence
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// commandTurn is the n-th turn of a chat of `!` commands, anchored to the one before.
+func commandTurn(n int) LocalTurn {
+	key := fmt.Sprintf("cmd-%d", n)
+	anchor := ""
+	if n > 0 {
+		anchor = fmt.Sprintf("turn-%d", n-1)
+	}
+	return LocalTurn{ID: fmt.Sprintf("turn-%d", n), AnchorTurnID: anchor, Text: fmt.Sprintf("!echo %d", n),
+		StartedAt: t0.Add(time.Duration(n) * time.Second), EndedAt: t0.Add(time.Duration(n)*time.Second + time.Millisecond),
+		ToolCallID: key, TerminalURI: "ahp-terminal:/termhost-command/c/" + key, TerminalKey: key,
+		Result: json.RawMessage(fmt.Sprintf(`{"success":true,"pastTenseMessage":"Ran command","content":[{"type":"terminal","resource":"ahp-terminal:/termhost-command/c/%s","title":"Terminal","isPty":true,"result":{"exitCode":0,"preview":"%d\n","truncated":false}}]}`, key, n)),
+		State:  TurnComplete}
+}
+
+// Appending a chat's n-th turn writes the turn's line and nothing else: what it
+// costs does not grow with what the chat kept before it. Counted in bytes through the
+// store's writer, for the turns of a growing chat, and for KeepTurn: the output it
+// keeps and the turn's line, with the session's record written once.
+func TestAppendingATurnWritesOnlyThatTurn(t *testing.T) {
+	s := openTemp(t)
+	const sess, chat = "ahp-session:/bytes", "ahp-chat:/bytes"
+	written := map[string]int{}
+	s.onWrite = func(path string, n int) { written[filepath.Base(path)] += n }
+	// header is the most a turn's write may add to its line: the log's first line,
+	// written with the first turn.
+	const header = 128
+	for n := range 300 {
+		clear(written)
+		turn := commandTurn(n)
+		if err := s.AppendTurn(sess, chat, turn); err != nil {
+			t.Fatal(err)
+		}
+		line, _ := json.Marshal(turn)
+		total := 0
+		for _, w := range written {
+			total += w
+		}
+		if total > len(line)+1+header || (n > 0 && total != len(line)+1) {
+			t.Fatalf("turn %d: %d bytes written (%v) for a line of %d", n, total, written, len(line)+1)
+		}
+	}
+
+	// KeepTurn: the output, once, and the turn; the record only when it changed.
+	const other = "ahp-chat:/keep"
+	for n := range 50 {
+		clear(written)
+		f := finishedTurn(sess, fmt.Sprintf("call-%d", n))
+		f.Turn.ID = fmt.Sprintf("keep-%d", n)
+		f.Record.LastEnd = t0.Add(time.Duration(n) * time.Minute)
+		if err := s.KeepTurn(sess, other, f); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := json.Marshal(terminalFile{Version: formatVersion, Key: f.Turn.TerminalKey, RetainedTerminal: *f.Terminal})
+		line, _ := json.Marshal(f.Turn)
+		want := len(line) + 1
+		if n == 0 {
+			want += written[sessionFile] + written[chatFile] + header
+		}
+		total := 0
+		for _, w := range written {
+			total += w
+		}
+		// The output's Saved and Session are filled in by SaveTerminal: a few bytes.
+		if total > want+len(out)+64 || written[turnsLogFile] < len(line)+1 || n > 0 && (written[sessionFile] != 0 || written[turnsLogFile] != len(line)+1) {
+			t.Fatalf("keeping turn %d wrote %v (%d bytes); its line is %d bytes, its output about %d", n, written, total, len(line)+1, len(out))
+		}
+	}
+	// The record's LastEnd moved on without being rewritten: it is read off the log.
+	recs, problems := s.Sessions()
+	if len(problems) != 0 || len(recs) != 1 {
+		t.Fatalf("Sessions = %+v, %v", recs, problems)
+	}
+	if want := commandTurn(299).EndedAt; !recs[0].LastEnd.Equal(want) {
+		t.Fatalf("the session's LastEnd is %v, want its newest turn's end %v", recs[0].LastEnd, want)
+	}
+}
+
+// A chat of 20,000 turns comes back whole after a restart (a new Store on the same
+// folder), in order, and goes on taking turns. The first 19,998 are written as a
+// compaction writes a log; the last two are appended.
+func TestTwentyThousandTurnsComeBackAfterARestart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sessions")
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sess, chat, total = "ahp-session:/long", "ahp-chat:/long", 20_000
+	if err := s.SaveSession(SessionRecord{URI: sess, Created: t0}); err != nil {
+		t.Fatal(err)
+	}
+	turns := make([]LocalTurn, 0, total)
+	for n := range total - 2 {
+		turns = append(turns, commandTurn(n))
+	}
+	if _, err := s.rewriteTurnLogLocked(sess, chat, turns); err != nil {
+		t.Fatal(err)
+	}
+	for n := total - 2; n < total; n++ {
+		if err := s.AppendTurn(sess, chat, commandTurn(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	again, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := again.Turns(sess, chat)
+	if err != nil || len(got) != total {
+		t.Fatalf("after a restart: %d turns, %v; want %d", len(got), err, total)
+	}
+	for n, turn := range got {
+		if want := commandTurn(n); turn.ID != want.ID || turn.AnchorTurnID != want.AnchorTurnID || turn.Text != want.Text || !jsonEqual(turn.Result, want.Result) {
+			t.Fatalf("turn %d came back as %+v", n, turn)
+		}
+	}
+	if _, kept := MergeTurns(nil, got); len(kept) != total {
+		t.Fatalf("MergeTurns keeps %d of %d turns", len(kept), total)
+	}
+	recs, _ := again.Sessions()
+	if len(recs) != 1 || !recs[0].LastEnd.Equal(commandTurn(total-1).EndedAt) {
+		t.Fatalf("Sessions = %+v", recs)
+	}
+	if err := again.AppendTurn(sess, chat, commandTurn(total)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := again.Turns(sess, chat); err != nil || len(got) != total+1 {
+		t.Fatalf("after one more turn: %d, %v", len(got), err)
+	}
+}
+
+// A crash in the middle of an append leaves the log's last line cut short, or (on a
+// file system that grows a file before its data lands) ending in bytes that are not a
+// line at all: reading drops that tail and keeps every turn before it, and the next
+// write rewrites the log without it and goes on.
+func TestTornAppendIsDroppedAndTheChatGoesOn(t *testing.T) {
+	for _, tail := range []struct{ name, bytes string }{
+		{"cut short", ""}, // filled in below: half of a real line
+		{"zeros", "\x00\x00\x00\x00\x00\x00\x00\x00"},
+		{"zeros and a newline", "\x00\x00\x00\x00\n\x00\x00"},
+		{"a whole line that does not parse", `{"id":"turn-9","te` + "\n"},
+	} {
+		t.Run(tail.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "sessions")
+			s, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const sess, chat = "ahp-session:/torn", "ahp-chat:/torn"
+			for n := range 3 {
+				if err := s.AppendTurn(sess, chat, commandTurn(n)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			path := filepath.Join(s.chatDir(sess, chat), turnsLogFile)
+			whole := mustRead(t, path)
+			torn := tail.bytes
+			if torn == "" {
+				line, _ := turnLine(commandTurn(3))
+				torn = string(line[:len(line)/2])
+			}
+			if err := os.WriteFile(path, append(append([]byte(nil), whole...), torn...), 0o600); err != nil {
+				t.Fatal(err)
+			}
+
+			again, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := again.Turns(sess, chat)
+			if err != nil || len(got) != 3 || got[2].ID != "turn-2" {
+				t.Fatalf("a torn log reads %d turns, %v; want the 3 before the tear", len(got), err)
+			}
+			if err := again.AppendTurn(sess, chat, commandTurn(3)); err != nil {
+				t.Fatalf("appending after a tear: %v", err)
+			}
+			got, err = again.Turns(sess, chat)
+			if err != nil || len(got) != 4 || got[3].ID != "turn-3" {
+				t.Fatalf("after the next append: %d turns, %v", len(got), err)
+			}
+			line, _ := turnLine(commandTurn(3))
+			if after := mustRead(t, path); string(after) != string(whole)+string(line) {
+				t.Fatalf("the log after the next append holds the tear:\n%q", after)
+			}
+		})
+	}
+}
+
+// A chat an older version kept in turns.json loads as it was, and its first write
+// moves it into the log: turns.json goes, every turn stays, the new one follows. A
+// turns.json that does not parse is refused and left as it is.
+func TestOlderTurnsFileIsMigrated(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sessions")
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sess, chat = "ahp-session:/old", "ahp-chat:/old"
+	cdir, err := s.ensureChat(sess, chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the version before the log wrote: the whole chat in one document.
+	old := []LocalTurn{commandTurn(0), commandTurn(1)}
+	b, _ := json.Marshal(map[string]any{"version": 1, "chat": chat, "turns": old})
+	legacy := filepath.Join(cdir, turnsFile)
+	if err := os.WriteFile(legacy, append(b, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Turns(sess, chat); err != nil || len(got) != 2 || got[1].ID != "turn-1" {
+		t.Fatalf("an older chat reads %+v, %v", got, err)
+	}
+	if err := s.AppendTurn(sess, chat, commandTurn(2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(legacy); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("turns.json after the migration: %v", err)
+	}
+	again, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := again.Turns(sess, chat)
+	if err != nil || len(got) != 3 || got[0].ID != "turn-0" || got[2].ID != "turn-2" {
+		t.Fatalf("after the migration: %+v, %v", got, err)
+	}
+
+	// A crash after the log was written and before turns.json went: the log is read,
+	// and the next write removes the stale file.
+	if err := os.WriteFile(legacy, append(b, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := again.Turns(sess, chat); err != nil || len(got) != 3 {
+		t.Fatalf("with a stale turns.json beside the log: %d turns, %v", len(got), err)
+	}
+	third, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := third.AppendTurn(sess, chat, commandTurn(3)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(legacy); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a stale turns.json stayed: %v", err)
+	}
+
+	// A corrupt turns.json is not migrated over.
+	const broken = "ahp-chat:/broken"
+	bdir, err := s.ensureChat(sess, broken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := b[:len(b)/2]
+	if err := os.WriteFile(filepath.Join(bdir, turnsFile), bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Turns(sess, broken); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Turns of a truncated turns.json = %v, want ErrCorrupt", err)
+	}
+	if err := s.AppendTurn(sess, broken, commandTurn(0)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("AppendTurn onto a truncated turns.json = %v, want ErrCorrupt", err)
+	}
+	if string(mustRead(t, filepath.Join(bdir, turnsFile))) != string(bad) || fileExists(filepath.Join(bdir, turnsLogFile)) {
+		t.Fatal("a corrupt turns.json was migrated over")
+	}
+}
+
+// A turn kept again and again (each one replacing the last) makes lines nobody reads;
+// once they outweigh the lines that count the log is rewritten without them, so it
+// stays within twice what it keeps (and compactMinDead).
+func TestReplacedTurnsAreCompactedAway(t *testing.T) {
+	s := openTemp(t)
+	const sess, chat = "ahp-session:/again", "ahp-chat:/again"
+	for n := range 3 {
+		if err := s.AppendTurn(sess, chat, commandTurn(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(s.chatDir(sess, chat), turnsLogFile)
+	live := int64(len(mustRead(t, path)))
+	again := commandTurn(1)
+	line, _ := turnLine(again)
+	biggest := int64(0)
+	for i := range 2 * compactMinDead / len(line) {
+		again.Text = fmt.Sprintf("!echo %06d", i)
+		if err := s.AppendTurn(sess, chat, again); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		biggest = max(biggest, fi.Size())
+	}
+	if limit := 2*live + compactMinDead + int64(len(line)); biggest > limit {
+		t.Fatalf("the log grew to %d bytes keeping %d", biggest, live)
+	}
+	got, err := s.Turns(sess, chat)
+	if err != nil || len(got) != 3 || got[1].Text != again.Text || got[2].ID != "turn-2" {
+		t.Fatalf("turns after replacing one: %+v, %v", got, err)
+	}
+	if n := strings.Count(string(mustRead(t, path)), "\n"); n > 1+3+compactMinDead/len(line)+1 {
+		t.Fatalf("the log holds %d lines", n)
+	}
+}
