@@ -31,7 +31,13 @@ type ptyRun struct {
 
 func (h *cliHost) attachOnPty(cols, rows uint16, args ...string) *ptyRun {
 	h.t.Helper()
-	full := append([]string{"attach", "--url", h.url, "--state-dir", h.state}, args...)
+	return h.onPty(cols, rows, "attach", args...)
+}
+
+// onPty runs a verb against h on a pseudoterminal of cols x rows.
+func (h *cliHost) onPty(cols, rows uint16, verb string, args ...string) *ptyRun {
+	h.t.Helper()
+	full := append([]string{verb, "--url", h.url, "--state-dir", h.state}, args...)
 	cmd := exec.Command(h.bin, full...)
 	cmd.Env = append(os.Environ(), "TERMHOST_URL=", "TERMHOST_TOKEN=")
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: cols, Rows: rows})
@@ -361,5 +367,21 @@ func (p *proxy) resume() {
 	p.mu.Unlock()
 	for _, c := range waits {
 		p.forward(c)
+	}
+}
+
+// TestNewAttach: new --attach prints the URI and attaches; a command's exit code is
+// attach's.
+func TestNewAttach(t *testing.T) {
+	h := startCLIHost(t, "127.0.0.1:0")
+	a := h.onPty(80, 24, "new", "--name", "cmd", "--attach", "--", "sh", "-c", "echo ready; read line; echo got-$line; exit 5")
+	a.expect("ahp-terminal:/cmd")
+	a.expect(`ctrl-\ d detaches`)
+	// No prompt to wait for: what is typed waits in the terminal for read.
+	a.typeIn("it\r")
+	a.expect("got-it")
+	a.expect("ahp-terminal:/cmd exited with code 5")
+	if code := a.exitCode(); code != 5 {
+		t.Fatalf("new --attach exited %d when its command exited 5", code)
 	}
 }

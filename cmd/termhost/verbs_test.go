@@ -164,12 +164,13 @@ func TestRunExitCodes(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, dir) {
 		t.Fatalf("run --cwd: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	// cat ends only if the end of stdin reaches it.
-	r = h.cli("first line\nsecond\n", "run", "--", "sh", "-c", "n=0; while read -r l; do n=$((n+1)); done; echo lines=$n")
+	// These end only if the end of stdin reaches them. (Each prints first: the host
+	// answers createTerminal for a pseudoterminal once it printed, or after 10 s.)
+	r = h.cli("first line\nsecond\n", "run", "--", "sh", "-c", "echo reading; n=0; while read -r l; do n=$((n+1)); done; echo lines=$n")
 	if r.code != 0 || !strings.Contains(r.stdout, "lines=2") {
 		t.Fatalf("run with two lines on stdin: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	r = h.cli("no newline", "run", "--", "cat")
+	r = h.cli("no newline", "run", "--", "sh", "-c", "echo reading; cat")
 	if r.code != 0 || !strings.Contains(r.stdout, "no newline") {
 		t.Fatalf("run cat with a last line unended: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
