@@ -121,9 +121,10 @@ func (t *terminal) starting(ctx actor.Context) {
 		t.start(ctx)
 	case *shellStarted:
 		t.behavior.Become(t.running)
-		if !t.usePty {
+		if !t.usePty || t.create.Spec.Command != "" {
 			// A shell on pipes prints nothing until it is given something to run, so it
-			// is listed at once (seed: "Who opens one").
+			// is listed at once (seed: "Who opens one"); so is a one-command terminal,
+			// which has no prompt to wait for and may print nothing at all.
 			t.list(ctx)
 		}
 	case *shellFailed:
