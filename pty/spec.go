@@ -92,7 +92,10 @@ func (s Spec) argv(shell string) []string {
 	}
 	line := s.Command
 	if s.Args != nil {
-		line = QuoteArgv(append([]string{s.Command}, s.Args...))
+		// The shell hands its process over to the program: the program's exit, a
+		// signal's included, is the process's, whatever the shell (dash, for one,
+		// would otherwise wait and report a signal as exit 128+n).
+		line = "exec " + QuoteArgv(append([]string{s.Command}, s.Args...))
 	}
 	return []string{shell, "-c", line}
 }

@@ -1,6 +1,8 @@
 package pty
 
 import (
+	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -161,12 +163,32 @@ func TestSpecArgv(t *testing.T) {
 	}{
 		{Spec{ShellArgs: []string{"--norc"}}, []string{"/bin/sh", "--norc"}},
 		{Spec{Command: "echo a; echo b", ShellArgs: []string{"--norc"}}, []string{"/bin/sh", "-c", "echo a; echo b"}},
-		{Spec{Command: "echo", Args: []string{"a b"}}, []string{"/bin/sh", "-c", "'echo' 'a b'"}},
-		{Spec{Command: "ls", Args: []string{}}, []string{"/bin/sh", "-c", "'ls'"}},
+		{Spec{Command: "echo", Args: []string{"a b"}}, []string{"/bin/sh", "-c", "exec 'echo' 'a b'"}},
+		{Spec{Command: "ls", Args: []string{}}, []string{"/bin/sh", "-c", "exec 'ls'"}},
 	}
 	for _, tc := range cases {
 		if got := tc.spec.argv("/bin/sh"); !slices.Equal(got, tc.want) {
 			t.Errorf("argv(%+v) = %q, want %q", tc.spec, got, tc.want)
+		}
+	}
+}
+
+// TestProgramSignalUnderAnyShell: a program run by argv ends with its own signal,
+// even under a shell that would wait for it and report 128+n as an exit code.
+func TestProgramSignalUnderAnyShell(t *testing.T) {
+	for _, shell := range []string{"/bin/sh", "/bin/bash"} {
+		if _, err := os.Stat(shell); err != nil {
+			continue
+		}
+		p, err := Start(Spec{Shell: shell, Command: "sh", Args: []string{"-c", "kill -TERM $$"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _, _ = io.Copy(io.Discard, p.Output()) }()
+		exit := p.Wait()
+		_ = p.Close()
+		if exit.Signal != "SIGTERM" {
+			t.Errorf("under %s: exit %+v, want SIGTERM", shell, exit)
 		}
 	}
 }
