@@ -1,9 +1,11 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
@@ -44,6 +46,17 @@ type commandRun struct {
 	commandID  string
 	timer      *time.Timer
 	stopAlt    chan struct{}
+	steps      turnSteps
+}
+
+// turnSteps are when a command's turn passed each step, for the debug log that says
+// where a turn's time goes (Config.Logger at debug level).
+type turnSteps struct {
+	listed   time.Time // its terminal answered: the shell started and printed
+	executed time.Time // the command's start mark (or its first output, without marks)
+	finished time.Time // its end mark, or the sentinel line
+	snapshot time.Time // the terminal's scrollback, to keep, arrived
+	kept     time.Time // the output and the turn were written and fsynced
 }
 
 // commandOf is the shell command a turn's text asks for: text after a leading `!`.
@@ -96,6 +109,7 @@ func (s *session) runCommand(ctx actor.Context, c *chat, turnID, text, command s
 	r := &commandRun{chat: c, turnID: turnID, toolCallID: toolCallID, command: command, text: text, started: time.Now(),
 		terminal: commandTerminalURI(c.uri, toolCallID), sentinel: strconv.FormatInt(time.Now().UnixNano(), 36), stopAlt: make(chan struct{})}
 	c.runs[toolCallID] = r
+	c.shells = append(c.shells, r.terminal)
 	s.chatAction(c, messages.ChatToolCallStartAction{TurnID: turnID, ToolCallID: toolCallID,
 		ToolName: commandToolName, DisplayName: commandDisplayName, Intention: command})
 	s.chatAction(c, messages.ChatToolCallReadyAction{TurnID: turnID, ToolCallID: toolCallID,
@@ -144,6 +158,7 @@ func (s *session) opened(ctx actor.Context, toolCallID string, res *terminal.Cre
 		s.finish(ctx, r, endFailed, false, errors.New(reason), nil)
 		return
 	}
+	r.steps.listed = time.Now()
 	r.isPty = res.IsPty
 	r.marks = res.Detection
 	s.chatAction(r.chat, messages.ChatToolCallContentChangedAction{TurnID: r.turnID, ToolCallID: r.toolCallID,
@@ -217,6 +232,9 @@ func (s *session) terminalEvent(ctx actor.Context, m *terminal.Event) {
 		if !r.typed || a.Data == nil {
 			return
 		}
+		if r.steps.executed.IsZero() && !r.marks {
+			r.steps.executed = time.Now()
+		}
 		r.output.WriteString(*a.Data)
 		if !r.marks {
 			if code, ok := sentinelCode(r.output.String(), r.sentinel); ok {
@@ -227,6 +245,7 @@ func (s *session) terminalEvent(ctx actor.Context, m *terminal.Event) {
 		if r.marks && r.typed && r.commandID == "" {
 			r.commandID = a.CommandID
 			r.output.Reset()
+			r.steps.executed = time.Now()
 		}
 	case messages.TerminalCommandFinished:
 		if r.marks && r.commandID != "" && a.CommandID == r.commandID {
@@ -292,6 +311,7 @@ func (s *session) finish(ctx actor.Context, r *commandRun, how string, success b
 		return
 	}
 	r.done = true
+	r.steps.finished = time.Now()
 	if r.timer != nil {
 		r.timer.Stop()
 	}
@@ -314,14 +334,61 @@ func (s *session) finish(ctx actor.Context, r *commandRun, how string, success b
 		result.Content = []messages.TerminalContent{block}
 	}
 	s.chatAction(c, messages.ChatToolCallCompleteAction{TurnID: r.turnID, ToolCallID: r.toolCallID, Result: result})
-	s.chatAction(c, messages.ChatTurnCompleteAction{TurnID: r.turnID, Duration: time.Since(r.started).Milliseconds()})
 	anchor := c.lastTurn
 	c.lastTurn = r.turnID
+	// The turn completes once it is kept (turnKept): a turn a client was told is
+	// complete survives the host being killed right after.
+	s.keep(ctx, r, anchor, result, exit)
+}
+
+// keeping reports whether the turn's command has ended and its turn is being kept.
+func (c *chat) keeping(turnID string) bool {
+	for _, r := range c.runs {
+		if r.turnID == turnID && r.done {
+			return true
+		}
+	}
+	return false
+}
+
+// turnKept completes a command's turn once what it printed and the turn itself are
+// on disk, and starts the next queued message.
+func (s *session) turnKept(ctx actor.Context, m *turnKept) {
+	c := s.chats[m.run.chat.uri]
+	if c == nil || c != m.run.chat {
+		return // the chat was disposed meanwhile
+	}
+	r := m.run
+	r.steps.snapshot, r.steps.kept = m.snapshot, m.kept
+	// What the run read is dropped with it: the chat keeps the turn, the store its
+	// output, and the shell its terminal.
+	delete(c.runs, r.toolCallID)
+	s.chatAction(c, messages.ChatTurnCompleteAction{TurnID: r.turnID, Duration: time.Since(r.started).Milliseconds()})
 	if c.busy == r.turnID {
 		c.busy = ""
 	}
-	s.keep(ctx, r, anchor, result, exit)
+	s.logSteps(r)
 	s.drainQueue(ctx, c)
+}
+
+// logSteps says at debug level where a command's turn spent its time, each step
+// from the one before: its shell starting and printing (listed), the command
+// starting once typed (executed), running (finished), its scrollback read back
+// (snapshot), its output and turn written (kept), and its completion sent.
+func (s *session) logSteps(r *commandRun) {
+	if !s.cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	st := r.steps
+	step := func(from, to time.Time) time.Duration {
+		if from.IsZero() || to.IsZero() {
+			return 0
+		}
+		return to.Sub(from)
+	}
+	s.cfg.Logger.Debug("turn steps", "turn", r.turnID, "total", time.Since(r.started),
+		"listed", step(r.started, st.listed), "executed", step(st.listed, st.executed), "finished", step(st.executed, st.finished),
+		"snapshot", step(st.finished, st.snapshot), "kept", step(st.snapshot, st.kept), "completed", step(st.kept, time.Now()))
 }
 
 // keep records a finished command off the mailbox: what its terminal printed, the
@@ -356,6 +423,7 @@ func (s *session) keep(ctx actor.Context, r *commandRun, anchor string, result m
 	uri, isPty := r.terminal, r.isPty
 	before, done := s.lastWrite, make(chan struct{})
 	s.lastWrite = done
+	self, system := ctx.Self(), ctx.ActorSystem()
 	s.writes.Add(1)
 	go func() {
 		defer s.writes.Done()
@@ -371,11 +439,13 @@ func (s *session) keep(ctx actor.Context, r *commandRun, anchor string, result m
 			f.Terminal = &persistence.RetainedTerminal{URI: uri, Title: commandTitle, Output: output, ExitCode: exit, IsPty: isPty,
 				Session: sessionURI, Chat: chatURI, ToolCallID: turn.ToolCallID, Saved: time.Now()}
 		}
+		snapshotAt := time.Now()
 		if before != nil {
 			<-before
 		}
 		if err := store.KeepTurn(sessionURI, chatURI, f); err != nil {
 			logger.Warn("a command's turn was not wholly kept", "session", sessionURI, "terminal", uri, "err", err)
 		}
+		system.Root.Send(self, &turnKept{run: r, snapshot: snapshotAt, kept: time.Now()})
 	}()
 }

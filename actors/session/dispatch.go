@@ -56,6 +56,11 @@ func (s *session) dispatch(ctx actor.Context, m *channel.Dispatch) {
 			m.Reject(s.journal, "no turn with that id is running")
 			return
 		}
+		if c.keeping(a.TurnID) {
+			// Its command ended; the turn completes as soon as it is on disk.
+			m.Reject(s.journal, "the turn has ended and is being kept")
+			return
+		}
 		s.echo(c, m, folded)
 		c.busy = ""
 		s.drainQueue(ctx, c)

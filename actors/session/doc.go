@@ -12,5 +12,9 @@
 //     killed at any moment never leaves a turn naming output that was never written,
 //     and the terminal a tool result names opens after the process and the host are
 //     gone;
+//   - a command's turn completes (chat/turnComplete) only once both are on disk, so a
+//     turn a client was told is complete survives the host being killed right after;
+//   - what a chat holds of a command is let go once its turn is kept: what the run
+//     read goes, the turn stays in the chat's state and its output in the store;
 //   - a shutdown ends the commands still waiting and waits for what must be written.
 package session

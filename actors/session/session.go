@@ -155,8 +155,12 @@ type chat struct {
 	uri   string
 	state messages.ChatState
 	subs  map[delivery.Subscriber]bool
-	// runs are the `!` commands of this chat, by tool call id, running or done.
+	// runs are the `!` commands of this chat, by tool call id, from their start until
+	// their turn is kept.
 	runs map[string]*commandRun
+	// shells are the terminals this chat's commands opened, each sitting at its
+	// prompt until the chat or the session goes (seed: "Who opens one").
+	shells []string
 	// lastTurn is the id of the newest turn, the anchor of the next local turn.
 	lastTurn string
 	// busy is the turn running now, "" when idle; queued messages wait for it.
@@ -169,6 +173,12 @@ type (
 	runTimedOut struct{ toolCallID string }
 	// runAltScreen: a command switched its terminal to the alternate screen.
 	runAltScreen struct{ toolCallID string }
+	// turnKept: a finished command's output and turn are on disk, at kept, its
+	// terminal's scrollback having arrived at snapshot.
+	turnKept struct {
+		run            *commandRun
+		snapshot, kept time.Time
+	}
 )
 
 // provider names this host as the provider of its sessions.
@@ -215,6 +225,8 @@ func (s *session) Receive(ctx actor.Context) {
 		s.endRun(ctx, m.toolCallID, endTimedOut, false)
 	case *runAltScreen:
 		s.endRun(ctx, m.toolCallID, endInteractive, true)
+	case *turnKept:
+		s.turnKept(ctx, m)
 	case *channel.Shutdown:
 		s.shutdown(ctx)
 	case *ClientLeft:
@@ -500,6 +512,9 @@ func (s *session) endRuns(ctx actor.Context, c *chat) {
 			}
 			close(r.stopAlt)
 		}
-		ctx.Send(s.root, &terminal.Dispose{URI: r.terminal})
 	}
+	for _, uri := range c.shells {
+		ctx.Send(s.root, &terminal.Dispose{URI: uri})
+	}
+	c.shells = nil
 }
