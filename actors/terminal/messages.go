@@ -149,8 +149,6 @@ type (
 // To the shell actor.
 type (
 	shellWrite       struct{ data []byte }
-	shellResize      struct{ cols, rows int }
-	shellInterrupt   struct{}
 	shellTerminate   struct{}
 	shellCloseOutput struct{}
 	shellReleased    struct{}

@@ -15,6 +15,11 @@ import (
 // own goroutine, so a child that does not read its input never blocks the shell
 // actor's or the terminal's mailbox.
 //
+// A resize and an interrupt go through the pump too, in their place among the
+// writes: a client's "resize, then type stty size" must reach the process in that
+// order, which two ways in (the pump for input, the shell actor's mailbox for the
+// rest) could not promise.
+//
 // A panic in a write, the caller's or the goroutine's, is the pump's: it is
 // recovered, the write that panicked is dropped (written again, it would likely
 // panic again), and the shell actor is told, which fails so that its supervisor
@@ -24,15 +29,30 @@ type inputPump struct {
 	logger *slog.Logger
 	wake   chan struct{}
 
-	mu      sync.Mutex // guards the fields below
-	w       io.Writer  // the process; nil until attach
-	try     tryWriter  // w's non-blocking write, or nil: everything goes through the queue
-	queue   [][]byte
+	mu      sync.Mutex     // guards the fields below
+	w       io.Writer      // the process; nil until attach
+	try     tryWriter      // w's non-blocking write, or nil: everything goes through the queue
+	ctl     processControl // the process's controls; nil until attach
+	queue   []pumpOp
 	writing bool // a write is under way, by the pump or a caller; the next waits
 	running bool // the pump's goroutine runs
 	broken  bool // a write panicked; the caller's writes are queued until attach
 	closed  bool
 	failed  func(reason any) // tells the owner of a panic
+}
+
+// pumpOp is one thing for the process, in order: bytes to write, or a control.
+type pumpOp struct {
+	data    []byte
+	control func(processControl)
+}
+
+// processControl is what the pump does to the process besides writing to it: a
+// pty.Process.
+type processControl interface {
+	Resize(cols, rows int) error
+	Signal(sig syscall.Signal) error
+	Pid() int
 }
 
 // tryWriter writes what it can without waiting; it reports a full buffer as
@@ -49,14 +69,14 @@ func newInputPump(logger *slog.Logger) *inputPump {
 // none runs: when the shell actor starts, and again when a restarted one finds that
 // a panic ended it. failed hears of a panic. What was pushed meanwhile is written
 // first, in order.
-func (p *inputPump) attach(w io.Writer, failed func(reason any)) {
+func (p *inputPump) attach(w io.Writer, ctl processControl, failed func(reason any)) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		return
 	}
 	if p.w == nil {
-		p.w = w
+		p.w, p.ctl = w, ctl
 		p.try, _ = w.(tryWriter)
 	}
 	p.failed = failed
@@ -78,7 +98,7 @@ func (p *inputPump) push(b []byte) {
 		return
 	}
 	if p.try == nil || p.writing || p.broken || len(p.queue) > 0 {
-		p.queue = append(p.queue, b)
+		p.queue = append(p.queue, pumpOp{data: b})
 		p.mu.Unlock()
 		p.signal()
 		return
@@ -95,13 +115,72 @@ func (p *inputPump) push(b []byte) {
 	p.mu.Lock()
 	p.writing = false
 	if n < len(b) && !p.closed {
-		p.queue = append([][]byte{b[n:]}, p.queue...)
+		p.queue = append([]pumpOp{{data: b[n:]}}, p.queue...)
 	}
 	queued := len(p.queue) > 0
 	p.mu.Unlock()
 	if queued {
 		p.signal()
 	}
+}
+
+// resize sets the process's window size once what was pushed before is written.
+func (p *inputPump) resize(cols, rows int) {
+	p.control(func(c processControl) {
+		if err := c.Resize(cols, rows); err != nil {
+			p.logger.Debug("resize failed", "err", err)
+		}
+	})
+}
+
+// interrupt sends SIGINT to the process's group once what was pushed before is
+// written, as ^C does under a pseudoterminal.
+func (p *inputPump) interrupt() {
+	p.control(func(c processControl) {
+		// Only with a child pid: signalling group 0 would signal the host's own group.
+		if c.Pid() > 0 {
+			if err := c.Signal(syscall.SIGINT); err != nil {
+				p.logger.Debug("interrupt failed", "err", err)
+			}
+		}
+	})
+}
+
+// control does op to the process now if nothing waits before it (a control does
+// not block), else queues it behind what does.
+func (p *inputPump) control(op func(processControl)) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	if p.ctl == nil || p.writing || p.broken || len(p.queue) > 0 {
+		p.queue = append(p.queue, pumpOp{control: op})
+		p.mu.Unlock()
+		p.signal()
+		return
+	}
+	ctl := p.ctl
+	p.writing = true
+	p.mu.Unlock()
+	p.controlNow(op, ctl)
+	p.mu.Lock()
+	p.writing = false
+	queued := len(p.queue) > 0
+	p.mu.Unlock()
+	if queued {
+		p.signal()
+	}
+}
+
+// controlNow is the caller's control; a panic in it is the pump's, as a write's.
+func (p *inputPump) controlNow(op func(processControl), ctl processControl) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.panicked(r, false)
+		}
+	}()
+	op(ctl)
 }
 
 // tryWrite is the caller's write; a panic in it is the pump's, not the caller's.
@@ -149,11 +228,13 @@ func (p *inputPump) run() {
 				p.mu.Unlock()
 				break
 			}
-			b, w := p.queue[0], p.w
+			op, w, ctl := p.queue[0], p.w, p.ctl
 			p.queue = p.queue[1:]
 			p.writing = true
 			p.mu.Unlock()
-			if _, err := w.Write(b); err != nil {
+			if op.control != nil {
+				op.control(ctl)
+			} else if _, err := w.Write(op.data); err != nil {
 				p.logWriteError(err)
 			}
 			p.mu.Lock()

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
-	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -99,10 +98,6 @@ func (s *shell) Receive(ctx actor.Context) {
 		s.start(ctx)
 	case *shellWrite:
 		s.p.input.push(m.data)
-	case *shellResize:
-		s.resize(m)
-	case *shellInterrupt:
-		s.interrupt()
 	case *shellCloseOutput:
 		if s.p.proc != nil {
 			_ = s.p.proc.CloseOutput()
@@ -186,7 +181,7 @@ func (s *shell) start(ctx actor.Context) {
 	if p.wrapInput != nil {
 		in = p.wrapInput(in)
 	}
-	p.input.attach(in, fail(partPump))
+	p.input.attach(in, p.proc, fail(partPump))
 }
 
 // partFailed turns a goroutine's panic into this actor's failure, for the
@@ -199,24 +194,6 @@ func (s *shell) partFailed(m *partFailed) {
 		s.p.waiter = partIdle
 	}
 	panic(fmt.Errorf("the shell's %s panicked: %v", m.part, m.reason))
-}
-
-func (s *shell) resize(m *shellResize) {
-	if s.p.proc == nil {
-		return
-	}
-	if err := s.p.proc.Resize(m.cols, m.rows); err != nil {
-		s.p.logger.Debug("resize failed", "err", err)
-	}
-}
-
-func (s *shell) interrupt() {
-	// Only with a child pid: signalling group 0 would signal the host's own group.
-	if p := s.p.proc; p != nil && p.Pid() > 0 {
-		if err := p.Signal(syscall.SIGINT); err != nil {
-			s.p.logger.Debug("interrupt failed", "err", err)
-		}
-	}
 }
 
 // terminate ends and reaps the process off the mailbox, then stops this actor: the

@@ -695,7 +695,7 @@ func (t *terminal) dispatch(ctx actor.Context, m *channel.Dispatch) {
 			raw = messages.EncodeAction(a)
 		}
 		if t.exit == nil {
-			ctx.Send(t.shell, &shellResize{cols, rows})
+			t.input.resize(cols, rows) // in order with the input around it
 		}
 		t.scr.Resize(cols, rows)
 	case messages.TerminalClaimed:
@@ -786,7 +786,7 @@ func (t *terminal) writeInput(ctx actor.Context, data string) {
 				t.input.push([]byte(b.String()))
 				b.Reset()
 			}
-			ctx.Send(t.shell, &shellInterrupt{})
+			t.input.interrupt() // after the input before it, before the input after it
 		case '\r':
 			b.WriteByte('\n')
 			if i+1 < len(data) && data[i+1] == '\n' {
