@@ -180,14 +180,27 @@ func (l levelFloor) WithGroup(name string) slog.Handler {
 	return levelFloor{l.Handler.WithGroup(name), l.floor}
 }
 
-// Handler serves /healthz and, on any other path, the WebSocket.
+// Handler serves /healthz, the browser page (a plain GET of / and of its files under
+// /assets/) and, on any other path or with Upgrade: websocket on any path, the
+// WebSocket.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
 	})
-	mux.HandleFunc("/", s.serveWebSocket)
+	page, err := embeddedPage()
+	if err != nil {
+		// Only a broken build gets here, and its tests say so; the WebSocket still works.
+		s.log.Error("the browser page is not served", "err", err)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if f, ok := page.pageFor(r); ok {
+			s.servePage(w, r, f)
+			return
+		}
+		s.serveWebSocket(w, r)
+	})
 	return mux
 }
 
@@ -288,13 +301,25 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// signInToken is the token a request signs in with: ?tkn=, else a Bearer header.
-func signInToken(r *http.Request) string {
-	token := r.URL.Query().Get("tkn")
+// signInToken is the token a request signs in with: ?tkn=, else a Bearer header, else
+// a termhost.bearer.TOKEN subprotocol (the browser page's; see bearerSubprotocol),
+// which is then returned as bearer.
+func signInToken(r *http.Request) (token, bearer string) {
+	token = r.URL.Query().Get("tkn")
 	if h := r.Header.Get("Authorization"); token == "" && strings.HasPrefix(h, "Bearer ") {
 		token = strings.TrimSpace(strings.TrimPrefix(h, "Bearer "))
 	}
-	return token
+	if token != "" {
+		return token, ""
+	}
+	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); strings.HasPrefix(p, bearerSubprotocol) {
+				return strings.TrimPrefix(p, bearerSubprotocol), p
+			}
+		}
+	}
+	return "", ""
 }
 
 // loopbackHostName reports whether a request to a loopback host names it as such.
@@ -332,8 +357,14 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "termhost: this host serves loopback names only (localhost, 127.0.0.1, [::1]); start it with --allow-origin HOST to be reached as "+r.Host, http.StatusForbidden)
 		return
 	}
-	token := signInToken(r)
+	token, bearer := signInToken(r)
 	p, ok := s.cfg.Auth.Authenticate(token) // nobody for "" or a wrong token
+	if !ok && bearer != "" {
+		// Only the page signs in this way, and it must learn that its token is wrong
+		// rather than be let in as nobody.
+		http.Error(w, "termhost: this token is not valid here; sign in again", http.StatusUnauthorized)
+		return
+	}
 	if !ok && !s.loopbackOnly && !s.cfg.AllowAnonymous {
 		http.Error(w, "termhost: sign in with ?tkn=TOKEN or Authorization: Bearer TOKEN", http.StatusUnauthorized)
 		return
@@ -360,7 +391,13 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 			s.mu.Unlock()
 		}()
 	}
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowOrigins})
+	// Accept echoes the first of these that the client offered, and none if it
+	// offered none of them.
+	subprotocols := []string{pageSubprotocol}
+	if bearer != "" {
+		subprotocols = append(subprotocols, bearer)
+	}
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowOrigins, Subprotocols: subprotocols})
 	if err != nil {
 		s.log.Debug("websocket upgrade refused", "remote", r.RemoteAddr, "err", err)
 		return
