@@ -132,10 +132,12 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if path, created, err := store.EnsureOwner(); err != nil {
+	ownerTokenPath, ownerCreated, err := store.EnsureOwner()
+	if err != nil {
 		return err
-	} else if created {
-		logger.Info("created the owner user; its token is in "+path, "token_file", path)
+	}
+	if ownerCreated {
+		logger.Info("created the owner user; its token is in "+ownerTokenPath, "token_file", ownerTokenPath)
 	}
 
 	sessions, err := persistence.Open(filepath.Join(*stateDir, "sessions"))
@@ -176,6 +178,13 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	// The contract line: exactly one line on stdout, from the listener's real address,
 	// named so that a client on this machine can dial it.
 	fmt.Fprintf(stdout, "termhost listening on ws://%s/\n", dialableAddr(*listen, ln.Addr()))
+	// On a fresh state folder, a link the owner can open, as a notebook server prints
+	// one: on stderr, once, never again in any log.
+	if ownerCreated {
+		if line, err := ownerBrowserLine(dialableAddr(*listen, ln.Addr()), ownerTokenPath); err == nil {
+			fmt.Fprintln(stderr, line)
+		}
+	}
 	logger.Info("serving", "addr", ln.Addr().String(), "pty", usePty, "state_dir", *stateDir)
 
 	err = srv.Serve(ctx, ln)

@@ -156,6 +156,10 @@ func TestServeContract(t *testing.T) {
 		t.Fatalf("a second stdout line: %q", l)
 	}
 	<-c.Done()
+	// A fresh state folder: the owner is told, on stderr, a link for the browser.
+	if want := "open http://" + addr + "/#tkn=" + strings.TrimSpace(string(tok)); !strings.Contains(stderr.String(), want) {
+		t.Fatalf("stderr does not hold the browser link %q:\n%s", want, stderr.String())
+	}
 }
 
 func TestTokenAddPrintsOnlyAToken(t *testing.T) {
