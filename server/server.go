@@ -96,7 +96,7 @@ type Server struct {
 	loopbackOnly bool
 }
 
-// New starts the actor system and the host actor.
+// New starts the actor system and the root actor.
 func New(cfg Config) (*Server, error) {
 	if cfg.Auth == nil {
 		return nil, errors.New("server: an auth store is required")
