@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func finishedTurn(sess, key string) FinishedTurn {
@@ -54,7 +55,7 @@ func TestKeepTurnWritesTheOutputBeforeTheTurn(t *testing.T) {
 		}
 		return nil
 	}
-	s.beforeAppend = func(path string) error {
+	s.beforeInPlace = func(path string) error {
 		order = append(order, "append "+filepath.Base(path))
 		check()
 		return nil
@@ -191,5 +192,113 @@ func TestKeepTurnStopsWhenTheRecordFails(t *testing.T) {
 	bad := finishedTurn("ahp-session:/other", "call-1")
 	if err := s.KeepTurn(sess, chat, bad); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("KeepTurn with another session's record = %v, want ErrInvalid", err)
+	}
+}
+
+// A terminal's file prepared before there is anything to keep reads as nothing kept,
+// and keeping the terminal then writes into it: one write, no rename. A key that
+// keeps something is left alone by both PrepareTerminal and DiscardPrepared; a
+// failed write leaves the file empty; an output that is not kept takes its prepared
+// file with it; and Open sweeps a prepared file a crash left.
+func TestPreparedTerminal(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sessions")
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sess, chat = "ahp-session:/prep", "ahp-chat:/prep"
+	renamed := 0
+	s.beforeRename = func(tmp string) error {
+		if filepath.Base(filepath.Dir(tmp)) == terminalsDir {
+			renamed++
+		}
+		return nil
+	}
+	if err := s.PrepareTerminal(sess, chat, "call-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LoadTerminal(sess, chat, "call-1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a prepared terminal reads %v, want ErrNotFound", err)
+	}
+	f := finishedTurn(sess, "call-1")
+	if err := s.KeepTurn(sess, chat, f); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.LoadTerminal(sess, chat, "call-1"); err != nil || got.Output != f.Terminal.Output {
+		t.Fatalf("the prepared terminal kept %+v, %v", got, err)
+	}
+	if renamed != 0 {
+		t.Fatalf("keeping a prepared terminal renamed %d files into place", renamed)
+	}
+	// A kept key is left alone.
+	if err := s.PrepareTerminal(sess, chat, "call-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DiscardPrepared(sess, chat, "call-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.LoadTerminal(sess, chat, "call-1"); err != nil || got.Output != f.Terminal.Output {
+		t.Fatalf("a kept terminal after Prepare and Discard: %+v, %v", got, err)
+	}
+
+	// A write that fails leaves the file as prepared, and the turn without its output.
+	if err := s.PrepareTerminal(sess, chat, "call-2"); err != nil {
+		t.Fatal(err)
+	}
+	failed := errors.New("disk full")
+	s.beforeInPlace = func(path string) error {
+		if filepath.Base(filepath.Dir(path)) == terminalsDir {
+			return failed
+		}
+		return nil
+	}
+	second := finishedTurn(sess, "call-2")
+	second.Turn.ID = "turn-call-2"
+	if err := s.KeepTurn(sess, chat, second); !errors.Is(err, failed) {
+		t.Fatalf("KeepTurn = %v, want the write's error", err)
+	}
+	s.beforeInPlace = nil
+	if _, err := s.LoadTerminal(sess, chat, "call-2"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after a failed write the terminal reads %v", err)
+	}
+	if fileExists(terminalPath(s, sess, chat, "call-2")) {
+		t.Fatal("the prepared file of an output not kept stayed")
+	}
+	turns, err := s.Turns(sess, chat)
+	if err != nil || len(turns) != 2 || turns[1].TerminalKey != "" {
+		t.Fatalf("turns: %+v, %v", turns, err)
+	}
+
+	// Too large: nothing kept, and the prepared file goes.
+	if err := s.PrepareTerminal(sess, chat, "call-3"); err != nil {
+		t.Fatal(err)
+	}
+	third := finishedTurn(sess, "call-3")
+	third.Turn.ID = "turn-call-3"
+	third.Terminal.Output = strings.Repeat("x", MaxRetainedOutput+1)
+	if err := s.KeepTurn(sess, chat, third); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("KeepTurn = %v, want ErrTooLarge", err)
+	}
+	if fileExists(terminalPath(s, sess, chat, "call-3")) {
+		t.Fatal("the prepared file of a too large output stayed")
+	}
+
+	// A crash before the turn was kept: the empty file is swept once a minute old.
+	if err := s.PrepareTerminal(sess, chat, "call-4"); err != nil {
+		t.Fatal(err)
+	}
+	path := terminalPath(s, sess, chat, "call-4")
+	old := time.Now().Add(-2 * staleTemp)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	if fileExists(path) {
+		t.Fatal("Open left a stale prepared file")
+	}
+	if _, err := s.LoadTerminal(sess, chat, "call-1"); err != nil {
+		t.Fatalf("Open swept a kept terminal: %v", err)
 	}
 }

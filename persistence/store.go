@@ -83,9 +83,10 @@ type Store struct {
 	// onWrite, when set (tests only), is told how many bytes each write put in a
 	// file: a whole file's for an atomic write, a line's for an append.
 	onWrite func(path string, n int)
-	// beforeAppend, when set (tests only), runs before a line is appended to a log;
-	// an error it returns aborts the append as a crash before it would.
-	beforeAppend func(path string) error
+	// beforeInPlace, when set (tests only), runs before a line is appended to a log
+	// and before a prepared terminal file is written; an error it returns aborts the
+	// write as a crash before it would.
+	beforeInPlace func(path string) error
 
 	// beforeRename, when set (tests only), runs after a temporary file is written and
 	// synced and before it is renamed into place; an error it returns aborts the write
@@ -374,7 +375,7 @@ func randomSuffix() string {
 func hidden(name string) bool { return strings.HasPrefix(name, ".") }
 
 // sweep finishes what a crash left: trash folders are removed, and temporary files
-// older than staleTemp. It is best effort; what it cannot remove every read ignores.
+// and prepared terminal files never kept older than staleTemp. It is best effort; what it cannot remove every read ignores.
 func (s *Store) sweep() {
 	sweepDir(s.root)
 	sessions, _ := os.ReadDir(s.root)
@@ -394,6 +395,24 @@ func (s *Store) sweep() {
 			chat := filepath.Join(cdir, ce.Name())
 			sweepDir(chat)
 			sweepDir(filepath.Join(chat, terminalsDir))
+			sweepPrepared(filepath.Join(chat, terminalsDir))
+		}
+	}
+}
+
+// sweepPrepared removes terminal files PrepareTerminal made that were never kept (a
+// crash before the command's turn was), once they are older than staleTemp.
+func sweepPrepared(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if hidden(e.Name()) || !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Size() == 0 && time.Since(fi.ModTime()) > staleTemp {
+			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
 }

@@ -164,7 +164,6 @@ func TestCorruptTerminalFileIsRefused(t *testing.T) {
 	for name, content := range map[string][]byte{
 		"truncated":     good[:len(good)/2],
 		"cut at last":   good[:len(good)-2],
-		"empty":         {},
 		"zeros":         make([]byte, 512),
 		"no version":    []byte(`{"key":"call-1","output":"x"}`),
 		"next version":  []byte(`{"version":2,"key":"call-1","output":"x"}`),
@@ -300,7 +299,7 @@ func TestFailedWriteKeepsTheOldFile(t *testing.T) {
 		return crash
 	}
 	// An append to the log fails before it writes, as a crash would stop it.
-	s.beforeAppend = func(string) error { return crash }
+	s.beforeInPlace = func(string) error { return crash }
 	second := first
 	second.Output = "second"
 	if err := s.SaveTerminal(sess, chat, key, second); !errors.Is(err, crash) {
@@ -309,7 +308,7 @@ func TestFailedWriteKeepsTheOldFile(t *testing.T) {
 	if err := s.AppendTurn(sess, chat, LocalTurn{ID: "t2", State: TurnComplete}); !errors.Is(err, crash) {
 		t.Fatalf("AppendTurn = %v, want the crash", err)
 	}
-	s.beforeAppend = nil
+	s.beforeInPlace = nil
 	if sawTemp == "" || filepath.Dir(sawTemp) != filepath.Join(s.chatDir(sess, chat), terminalsDir) {
 		t.Fatalf("temporary file %q is not in the file's own folder", sawTemp)
 	}

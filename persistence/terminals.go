@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -47,9 +48,10 @@ type terminalFile struct {
 	RetainedTerminal
 }
 
-// SaveTerminal keeps t under the session's chat and key, replacing what was kept there.
-// An output over MaxRetainedOutput is refused with ErrTooLarge and nothing is written
-// (what was kept under the key before stays).
+// SaveTerminal keeps t under the session's chat and key, replacing what was kept there
+// atomically, or writing into the file PrepareTerminal made for it. An output over
+// MaxRetainedOutput is refused with ErrTooLarge and nothing is written (what was kept
+// under the key before stays).
 func (s *Store) SaveTerminal(session, chat, key string, t RetainedTerminal) error {
 	if err := checkNames("session, chat or key", session, chat, key); err != nil {
 		return err
@@ -69,6 +71,54 @@ func (s *Store) SaveTerminal(session, chat, key string, t RetainedTerminal) erro
 	if t.Saved.IsZero() {
 		t.Saved = time.Now().UTC()
 	}
+	data, err := json.Marshal(terminalFile{Version: formatVersion, Key: key, RetainedTerminal: t})
+	if err != nil {
+		return fmt.Errorf("persistence: encode the terminal of %s: %w", key, err)
+	}
+	data = append(data, '\n')
+	defer s.locks.rlock(sessionKey(session))()
+	path := s.terminalPath(session, chat, key)
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+		// Prepared (PrepareTerminal): its name is on disk already, so one write and
+		// one fsync keep it. The chat's lock is taken whole, so no other write of the
+		// key goes on in the same file meanwhile.
+		defer s.locks.lock(chatKey(session, chat))()
+		return s.writePrepared(path, data)
+	}
+	defer s.locks.rlock(chatKey(session, chat))()
+	cdir, err := s.ensureChat(session, chat)
+	if err != nil {
+		return err
+	}
+	tdir := filepath.Join(cdir, terminalsDir)
+	if err := s.ensureDir(tdir); err != nil {
+		return err
+	}
+	if err := s.writeAtomic(tdir, filepath.Base(path), data); err != nil {
+		return fmt.Errorf("persistence: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// PrepareTerminal makes the file a terminal will be kept in, under the session's
+// chat and key, before there is anything to keep: an empty file, durable in its
+// folder (with the chat's folder and chat.json, if this is the chat's first). Keeping
+// the terminal then writes into it and fsyncs it, one write and one fsync, where a
+// new file takes a second fsync, of its folder. A `!` command prepares its terminal's
+// file when it starts, so that the wait is off the path between the command's end and
+// its turn's completion.
+//
+// A prepared file reads as nothing kept (ErrNotFound) until the terminal is kept; a
+// key that keeps something already is left as it is. A crash before the terminal is
+// kept leaves the empty file, which no turn names and which Open removes once it is
+// a minute old; DiscardPrepared removes one that will not be kept.
+func (s *Store) PrepareTerminal(session, chat, key string) error {
+	if err := checkNames("session, chat or key", session, chat, key); err != nil {
+		return err
+	}
+	if !s.keeps() {
+		return nil
+	}
 	defer s.locks.rlock(sessionKey(session))()
 	defer s.locks.rlock(chatKey(session, chat))()
 	cdir, err := s.ensureChat(session, chat)
@@ -79,19 +129,89 @@ func (s *Store) SaveTerminal(session, chat, key string, t RetainedTerminal) erro
 	if err := s.ensureDir(tdir); err != nil {
 		return err
 	}
-	return s.writeJSON(tdir, encodeName(key)+".json", terminalFile{Version: formatVersion, Key: key, RetainedTerminal: t})
+	f, err := os.OpenFile(s.terminalPath(session, chat, key), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("persistence: %w", err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncDir(tdir)
+	}
+	if err != nil {
+		return fmt.Errorf("persistence: prepare %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// DiscardPrepared removes the file PrepareTerminal made for the key while it is still
+// empty: the terminal will not be kept (it never started, or its output is too
+// large). A file that keeps something is left alone.
+func (s *Store) DiscardPrepared(session, chat, key string) error {
+	if !s.keeps() || session == "" || chat == "" || key == "" {
+		return nil
+	}
+	defer s.locks.rlock(sessionKey(session))()
+	defer s.locks.lock(chatKey(session, chat))()
+	path := s.terminalPath(session, chat, key)
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
+		return nil
+	}
+	return s.removeTerminalLocked(session, chat, key)
+}
+
+// writePrepared writes data into a prepared (empty) terminal file and fsyncs it. On a
+// failure the file is emptied again, so it reads as nothing kept.
+func (s *Store) writePrepared(path string, data []byte) (err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("persistence: write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Truncate(0)
+			err = fmt.Errorf("persistence: write %s: %w", path, err)
+		}
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("persistence: write %s: %w", path, cerr)
+		}
+	}()
+	if s.beforeInPlace != nil {
+		if err := s.beforeInPlace(path); err != nil {
+			return err
+		}
+	}
+	n, err := f.WriteAt(data, 0)
+	s.wrote(path, n)
+	if err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+func (s *Store) terminalPath(session, chat, key string) string {
+	return filepath.Join(s.chatDir(session, chat), terminalsDir, encodeName(key)+".json")
 }
 
 // LoadTerminal reads what SaveTerminal kept under the session's chat and key. Nothing
-// kept is ErrNotFound; a file that does not parse, is of another format version, names
+// kept (a prepared file included) is ErrNotFound; a file that does not parse, is of another format version, names
 // another key or holds an output over MaxRetainedOutput is an error wrapping ErrCorrupt.
 func (s *Store) LoadTerminal(session, chat, key string) (RetainedTerminal, error) {
 	if !s.keeps() || session == "" || chat == "" || key == "" {
 		return RetainedTerminal{}, ErrNotFound
 	}
-	path := filepath.Join(s.chatDir(session, chat), terminalsDir, encodeName(key)+".json")
+	path := s.terminalPath(session, chat, key)
 	var f terminalFile
 	if err := readJSON(path, maxTerminalFile, &f); err != nil {
+		if fi, serr := os.Stat(path); serr == nil && fi.Size() == 0 {
+			// Prepared, and not kept (yet).
+			return RetainedTerminal{}, ErrNotFound
+		}
 		return RetainedTerminal{}, err
 	}
 	switch {

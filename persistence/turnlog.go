@@ -310,7 +310,20 @@ func (s *Store) appendTurnLocked(session, chat string, turn LocalTurn) error {
 		return nil
 	}
 	path := filepath.Join(s.chatDir(session, chat), turnsLogFile)
-	if err := s.appendLine(path, l.size, line); err != nil {
+	err = s.appendLine(path, l.size, line)
+	if errors.Is(err, errLogChanged) {
+		// Something else wrote to the log: read it again, as a restart would, and
+		// append to what it holds.
+		s.forgetTurnLog(session, chat)
+		if l, err = s.openTurnLogLocked(session, chat); err != nil {
+			return err
+		}
+		if l.size == 0 {
+			return s.appendTurnLocked(session, chat, turn)
+		}
+		err = s.appendLine(path, l.size, line)
+	}
+	if err != nil {
 		// What the file holds past l.size is unknown now: read it again next time.
 		s.forgetTurnLog(session, chat)
 		return fmt.Errorf("persistence: append to %s: %w", path, err)
@@ -334,13 +347,24 @@ func (s *Store) appendTurnLocked(session, chat string, turn LocalTurn) error {
 	return nil
 }
 
+// errLogChanged: a log is not the length the store left it at.
+var errLogChanged = errors.New("the log changed under the store")
+
 // appendLine writes line at the end of the log at path, which is size bytes long, and
-// fsyncs it. On a failure the file is cut back to size, so no part of the line stays
-// for the next append to land after.
+// fsyncs it. A log of another length was written by something else, and is left as
+// it is (errLogChanged). On a failure the file is cut back to size, so no part of the
+// line stays for the next append to land after.
 func (s *Store) appendLine(path string, size int64, line []byte) (err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return err
+	}
+	if fi, err := f.Stat(); err != nil || fi.Size() != size {
+		f.Close()
+		if err != nil {
+			return err
+		}
+		return errLogChanged
 	}
 	defer func() {
 		if err != nil {
@@ -350,8 +374,8 @@ func (s *Store) appendLine(path string, size int64, line []byte) (err error) {
 			err = cerr
 		}
 	}()
-	if s.beforeAppend != nil {
-		if err := s.beforeAppend(path); err != nil {
+	if s.beforeInPlace != nil {
+		if err := s.beforeInPlace(path); err != nil {
 			return err
 		}
 	}

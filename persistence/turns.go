@@ -127,13 +127,20 @@ func (s *Store) KeepTurn(session, chat string, f FinishedTurn) error {
 		return fmt.Errorf("%w: record of session %q kept with a turn of %q", ErrInvalid, f.Record.URI, session)
 	}
 	var errs []error
-	if f.Terminal != nil && f.Turn.TerminalKey != "" {
-		if err := s.SaveTerminal(session, chat, f.Turn.TerminalKey, *f.Terminal); err != nil {
+	key := f.Turn.TerminalKey
+	if f.Terminal != nil && key != "" {
+		if err := s.SaveTerminal(session, chat, key, *f.Terminal); err != nil {
 			errs = append(errs, err)
 			f.Turn.TerminalKey = ""
 		}
 	} else {
 		f.Turn.TerminalKey = ""
+	}
+	if key != "" && f.Turn.TerminalKey == "" {
+		// A file prepared for the output that is not kept goes with it.
+		if err := s.DiscardPrepared(session, chat, key); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if f.Record != nil {
 		if err := s.keepRecord(*f.Record); err != nil {
