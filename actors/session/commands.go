@@ -46,7 +46,10 @@ type commandRun struct {
 	commandID  string
 	timer      *time.Timer
 	stopAlt    chan struct{}
-	steps      turnSteps
+	// prepared is closed once the file its output will be kept in is made
+	// (persistence.PrepareTerminal), or could not be.
+	prepared chan struct{}
+	steps    turnSteps
 }
 
 // turnSteps are when a command's turn passed each step, for the debug log that says
@@ -110,6 +113,7 @@ func (s *session) runCommand(ctx actor.Context, c *chat, turnID, text, command s
 		terminal: commandTerminalURI(c.uri, toolCallID), sentinel: strconv.FormatInt(time.Now().UnixNano(), 36), stopAlt: make(chan struct{})}
 	c.runs[toolCallID] = r
 	c.shells = append(c.shells, r.terminal)
+	s.prepare(r)
 	s.chatAction(c, messages.ChatToolCallStartAction{TurnID: turnID, ToolCallID: toolCallID,
 		ToolName: commandToolName, DisplayName: commandDisplayName, Intention: command})
 	s.chatAction(c, messages.ChatToolCallReadyAction{TurnID: turnID, ToolCallID: toolCallID,
@@ -139,6 +143,23 @@ func (s *session) runCommand(ctx actor.Context, c *chat, turnID, text, command s
 		cr, _ := res.(*terminal.CreateResult)
 		s.opened(ctx, toolCallID, cr, err)
 	})
+}
+
+// prepare makes the file the command's output will be kept in while the command
+// starts and runs, off the mailbox, so that keeping it after the command ends is one
+// write and one fsync (persistence.PrepareTerminal).
+func (s *session) prepare(r *commandRun) {
+	r.prepared = make(chan struct{})
+	store, logger, sessionURI, chatURI, key := s.store, s.cfg.Logger, s.uri, r.chat.uri, r.toolCallID
+	s.writes.Add(1)
+	go func() {
+		defer s.writes.Done()
+		defer close(r.prepared)
+		if err := store.PrepareTerminal(sessionURI, chatURI, key); err != nil {
+			// Keeping the output then makes its file whole, as it would unprepared.
+			logger.Debug("a command's output file could not be prepared", "session", sessionURI, "key", key, "err", err)
+		}
+	}()
 }
 
 // opened types the command once its terminal is listed (it runs inside the actor,
@@ -420,7 +441,7 @@ func (s *session) keep(ctx actor.Context, r *commandRun, anchor string, result m
 		printed = r.printed()
 	}
 	store, logger, sessionURI, chatURI := s.store, s.cfg.Logger, s.uri, r.chat.uri
-	uri, isPty := r.terminal, r.isPty
+	uri, isPty, prepared := r.terminal, r.isPty, r.prepared
 	before, done := s.lastWrite, make(chan struct{})
 	s.lastWrite = done
 	self, system := ctx.Self(), ctx.ActorSystem()
@@ -443,6 +464,7 @@ func (s *session) keep(ctx actor.Context, r *commandRun, anchor string, result m
 		if before != nil {
 			<-before
 		}
+		<-prepared
 		if err := store.KeepTurn(sessionURI, chatURI, f); err != nil {
 			logger.Warn("a command's turn was not wholly kept", "session", sessionURI, "terminal", uri, "err", err)
 		}
