@@ -143,7 +143,7 @@ func (c *conn) waitTurnsCompleted(chat string, n int) {
 }
 
 // TestKilledHostKeepsNoTurnWithoutItsOutput kills the real host (SIGKILL) at the
-// moment a `!` turn lands on disk - its turns.json renamed into place - with more
+// moment a `!` turn lands on disk - its line written to the chat's turns.jsonl - with more
 // turns queued behind it, in a few rounds. After each kill every turn the host saved
 // names output that was written before it, and after the restart every saved turn's
 // terminal opens: none is refused with -32008 because its cut preview has nothing
@@ -163,7 +163,7 @@ func TestKilledHostKeepsNoTurnWithoutItsOutput(t *testing.T) {
 	c.queueCommands(chat, big, "!echo clean-round")
 	c.waitTurnsCompleted(chat, 2)
 	p.signal(syscall.SIGTERM)
-	turnsFile := findFile(t, filepath.Join(state, "sessions"), "turns.json")
+	turnsFile := findFile(t, filepath.Join(state, "sessions"), "turns.jsonl")
 
 	for round, killAt := range []int{1, 2} {
 		p := startHostProcess(t, state)
@@ -171,7 +171,7 @@ func TestKilledHostKeepsNoTurnWithoutItsOutput(t *testing.T) {
 		if _, err := c.Subscribe(c.ctx(), chat); err != nil {
 			t.Fatalf("round %d: the chat after a kill: %v", round+1, err)
 		}
-		landed := watchRenamesTo(t, turnsFile)
+		landed := watchWritesTo(t, turnsFile)
 		for i := 0; i <= killAt; i++ {
 			c.queueCommands(chat, big, fmt.Sprintf("!echo round-%d-%d", round+1, i))
 		}
@@ -229,15 +229,15 @@ func findFile(t *testing.T, root, name string) string {
 	return found[0]
 }
 
-// watchRenamesTo reports each time a file is renamed into place as path (the store's
-// atomic write), through inotify, until the test ends.
-func watchRenamesTo(t *testing.T, path string) <-chan struct{} {
+// watchWritesTo reports each time path is written (a turn appended to the log) or
+// renamed into place (the log compacted), through inotify, until the test ends.
+func watchWritesTo(t *testing.T, path string) <-chan struct{} {
 	t.Helper()
 	fd, err := syscall.InotifyInit1(syscall.IN_CLOEXEC | syscall.IN_NONBLOCK)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := syscall.InotifyAddWatch(fd, filepath.Dir(path), syscall.IN_MOVED_TO); err != nil {
+	if _, err := syscall.InotifyAddWatch(fd, filepath.Dir(path), syscall.IN_MODIFY|syscall.IN_MOVED_TO); err != nil {
 		syscall.Close(fd)
 		t.Fatal(err)
 	}
