@@ -316,3 +316,34 @@ func TestReplacedTurnsAreCompactedAway(t *testing.T) {
 		t.Fatalf("the log holds %d lines", n)
 	}
 }
+
+// A log that something else wrote to after the store did (a person's editor, a copy
+// put back) is read again before the next append, which goes after what it holds.
+func TestLogChangedUnderTheStoreIsReadAgain(t *testing.T) {
+	s := openTemp(t)
+	const sess, chat = "ahp-session:/edited", "ahp-chat:/edited"
+	for n := range 2 {
+		if err := s.AppendTurn(sess, chat, commandTurn(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(s.chatDir(sess, chat), turnsLogFile)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := turnLine(commandTurn(2))
+	if _, err := f.Write(line); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendTurn(sess, chat, commandTurn(3)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Turns(sess, chat)
+	if err != nil || len(got) != 4 || got[2].ID != "turn-2" || got[3].ID != "turn-3" {
+		t.Fatalf("turns: %+v, %v", got, err)
+	}
+}
