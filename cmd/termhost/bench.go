@@ -32,7 +32,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	hostPID := fs.Int("host-pid", 0, "with --url: the host's pid, so its memory, descriptors and children can be read from /proc")
 	ptyMode := fs.String("pty", "auto", "auto|always|never: how the started host runs terminals")
 	shell := fs.String("shell", "", "the host's shell, which the raw baselines run too (default: the host's own, as its terminals' title says)")
-	scenarioList := fs.String("scenario", "", "scenarios to run, comma-separated: "+strings.Join(bench.Names(), ",")+" (default all)")
+	scenarioList := fs.String("scenario", "", "scenarios to run, comma-separated: "+strings.Join(bench.Names(), ",")+" (default "+strings.Join(bench.DefaultNames(), ",")+")")
 	asJSON := fs.Bool("json", false, "print the report as JSON on stdout")
 	throughput := byteSize(d.ThroughputBytes)
 	fs.Var(&throughput, "throughput-bytes", "N in head -c N /dev/zero | base64 -w 100 (suffixes kB, MB, GB, KiB, MiB, GiB)")
@@ -47,6 +47,10 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	idle := fs.Int("idle-terminals", d.IdleTerminals, "idle shells the idle scenario opens")
 	slow := byteSize(d.SlowBytes)
 	fs.Var(&slow, "slow-bytes", "N for the slow-reader flood")
+	sessionCounts := intList(d.SessionCounts)
+	fs.Var(&sessionCounts, "session-counts", "sessions at once, one sessions run each")
+	sessionsShort := fs.Duration("sessions-run", d.SessionsShort, "how long each sessions run lasts")
+	sessionsLong := fs.Duration("sessions-long-run", d.SessionsLong, "how long the one-session run of a long-lived chat lasts (negative: none)")
 	timeout := fs.Duration("wait-timeout", 120*time.Second, "bound on each single wait for the host")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench's process (the host too with --host inprocess) to this file")
 	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the run to this file")
@@ -77,6 +81,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 			ChurnClients:      churnClients,
 			IdleTerminals:     *idle,
 			SlowBytes:         int64(slow),
+			SessionCounts:     sessionCounts,
+			SessionsShort:     *sessionsShort,
+			SessionsLong:      *sessionsLong,
 		},
 		Progress:    stderr,
 		WaitTimeout: *timeout,

@@ -56,6 +56,14 @@ type Sizes struct {
 	IdleTerminals int
 	// SlowBytes is N for the slow-reader flood. Default 100 MB.
 	SlowBytes int64
+	// SessionCounts are the numbers of sessions the sessions scenario runs at once,
+	// each a run of its own lasting SessionsShort. Default 1, 10, 50.
+	SessionCounts []int
+	// SessionsShort is how long each sessions run lasts. Default 3 s.
+	SessionsShort time.Duration
+	// SessionsLong is how long the one-session run that shows a chat's later turns
+	// beside its first lasts. Default 30 s; negative leaves the run out.
+	SessionsLong time.Duration
 }
 
 // DefaultSizes are the sizes of a default run.
@@ -69,6 +77,9 @@ func DefaultSizes() Sizes {
 		ChurnClients:      []int{1, 8},
 		IdleTerminals:     1000,
 		SlowBytes:         100_000_000,
+		SessionCounts:     []int{1, 10, 50},
+		SessionsShort:     3 * time.Second,
+		SessionsLong:      30 * time.Second,
 	}
 }
 
@@ -98,6 +109,15 @@ func (s Sizes) withDefaults() Sizes {
 	if s.SlowBytes <= 0 {
 		s.SlowBytes = d.SlowBytes
 	}
+	if len(s.SessionCounts) == 0 {
+		s.SessionCounts = d.SessionCounts
+	}
+	if s.SessionsShort <= 0 {
+		s.SessionsShort = d.SessionsShort
+	}
+	if s.SessionsLong == 0 {
+		s.SessionsLong = d.SessionsLong
+	}
 	return s
 }
 
@@ -120,7 +140,7 @@ type Config struct {
 	// so host and raw do the same work. Default: the host's default title says which;
 	// else $SHELL, else /bin/sh.
 	Shell string
-	// Scenarios to run, by name (Names); empty means all, in the order of Names.
+	// Scenarios to run, by name (Names); empty means DefaultNames, in the order of Names.
 	Scenarios []string
 	Sizes     Sizes
 	// Progress receives a line now and then during long scenarios; nil is quiet.
@@ -135,20 +155,25 @@ type scenario struct {
 	name    string
 	summary func(s Sizes) string
 	run     func(ctx context.Context, e *env, r *Result) error
+	// onlyByName keeps a long scenario out of a run that names none.
+	onlyByName bool
 }
 
 var scenarios = []scenario{
-	{"throughput", throughputSummary, runThroughput},
-	{"echo", echoSummary, runEcho},
-	{"fanout", fanoutSummary, runFanout},
+	{"throughput", throughputSummary, runThroughput, false},
+	{"echo", echoSummary, runEcho, false},
+	{"fanout", fanoutSummary, runFanout, false},
 	// slow runs before churn and idle: those open thousands of terminals, and what
 	// the host keeps of them would be in its RSS figures.
-	{"slow", slowSummary, runSlow},
-	{"churn", churnSummary, runChurn},
-	{"idle", idleSummary, runIdle},
+	{"slow", slowSummary, runSlow, false},
+	{"churn", churnSummary, runChurn, false},
+	{"idle", idleSummary, runIdle, false},
+	// sessions takes about a minute and a half; it runs when it is named.
+	{"sessions", sessionsSummary, runSessions, true},
 }
 
-// Names lists the scenarios in the order a full run runs them.
+// Names lists the scenarios in the order a run runs them; those a run that names
+// none leaves out (DefaultNames) included.
 func Names() []string {
 	out := make([]string, len(scenarios))
 	for i, s := range scenarios {
@@ -221,9 +246,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
+// DefaultNames lists the scenarios a run that names none runs: all but the long ones.
+func DefaultNames() []string {
+	var out []string
+	for _, s := range scenarios {
+		if !s.onlyByName {
+			out = append(out, s.name)
+		}
+	}
+	return out
+}
+
 func choose(names []string) ([]scenario, error) {
 	if len(names) == 0 {
-		return scenarios, nil
+		names = DefaultNames()
 	}
 	var out []scenario
 	for _, n := range names {

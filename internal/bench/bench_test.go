@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,9 @@ var tinySizes = Sizes{
 	ChurnClients:      []int{1, 2},
 	IdleTerminals:     10,
 	SlowBytes:         3_000_000,
+	SessionCounts:     []int{1, 2},
+	SessionsShort:     300 * time.Millisecond,
+	SessionsLong:      600 * time.Millisecond,
 }
 
 // run runs scenarios against a host started in this process for the test.
@@ -205,6 +209,40 @@ func TestSlow(t *testing.T) {
 	t.Log(text(rep))
 	if _, ok := rep.Scenarios[0].Params["slowClosed"]; !ok {
 		t.Fatalf("the report does not say whether the slow connection was closed\n%s", text(rep))
+	}
+}
+
+func TestSessions(t *testing.T) {
+	ptyOrSkip(t)
+	rep := run(t, true, "sessions")
+	for _, name := range []string{"turns per second, 1 session(s), 300ms", "turns per second, 2 session(s), 300ms", "turns per second, 1 session(s), 600ms",
+		"turn p50, 1 session(s), 300ms", "turn p99, 2 session(s)", "turn p50 vs interactive shell, 1 session(s), 300ms",
+		"raw interactive shells per second, 2 goroutine(s)"} {
+		positive(t, rep, figure(t, rep, "sessions", name))
+	}
+	hasTarget(t, rep, figure(t, rep, "sessions", "turn p50 vs interactive shell, 1 session(s), 300ms"))
+	positive(t, rep, figure(t, rep, "sessions", "turn p50, the chat's first"))
+	positive(t, rep, figure(t, rep, "sessions", "turn p50, the chat's last"))
+	late := figure(t, rep, "sessions", "turn p50, last ÷ first")
+	positive(t, rep, late)
+	hasTarget(t, rep, late)
+	if strings.Contains(text(rep), "failed to run") {
+		t.Fatalf("turns failed\n%s", text(rep))
+	}
+}
+
+// A run that names no scenario leaves the long ones out; naming one runs it.
+func TestDefaultScenarios(t *testing.T) {
+	if slices.Contains(DefaultNames(), "sessions") || !slices.Contains(Names(), "sessions") {
+		t.Fatalf("default %v, all %v", DefaultNames(), Names())
+	}
+	all, err := choose(nil)
+	if err != nil || len(all) != len(DefaultNames()) {
+		t.Fatalf("choose(nil) = %d scenarios, %v", len(all), err)
+	}
+	named, err := choose([]string{"sessions"})
+	if err != nil || len(named) != 1 || named[0].name != "sessions" {
+		t.Fatalf("choose(sessions) = %v, %v", named, err)
 	}
 }
 

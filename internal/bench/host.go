@@ -13,6 +13,7 @@ import (
 
 	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/persistence"
 	"github.com/termhost/termhost/server"
 )
 
@@ -96,8 +97,14 @@ func serveLocalHost(dir string, opts LocalHostOptions) (*LocalHost, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	// Sessions are kept as `termhost serve` keeps them, so a `!` turn measured here
+	// writes what it writes there.
+	sessions, err := persistence.Open(filepath.Join(dir, "sessions"))
+	if err != nil {
+		return nil, err
+	}
 	srv, err := server.New(server.Config{
-		Root:   root.Options{UsePty: opts.UsePty, DefaultShell: opts.Shell},
+		Root:   root.Options{UsePty: opts.UsePty, DefaultShell: opts.Shell, Store: sessions},
 		Auth:   store,
 		Logger: logger,
 	})

@@ -26,11 +26,17 @@ type rawProc struct {
 // startRaw runs `shell -c script` under a pseudoterminal (80x24) or on pipes, in a
 // session of its own like the host's children.
 func startRaw(usePty bool, shell, script string) (*rawProc, error) {
-	args := []string{shell}
+	var args []string
 	if script != "" {
 		args = append(args, "-c", script)
 	}
-	cmd := exec.Command(shell, args[1:]...)
+	return startRawCmd(usePty, exec.Command(shell, args...))
+}
+
+// startRawCmd starts cmd as startRaw does: under a pseudoterminal (80x24) or on
+// pipes, in a session of its own.
+func startRawCmd(usePty bool, cmd *exec.Cmd) (*rawProc, error) {
+	shell := cmd.Path
 	if usePty {
 		master, err := cpty.StartWithSize(cmd, &cpty.Winsize{Cols: 80, Rows: 24})
 		if err != nil {

@@ -1,0 +1,343 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/termhost/termhost/messages"
+)
+
+// The sessions scenario: long-lived agent sessions, each a client sending `!echo x`
+// turns back to back, timed from the chat/turnStarted it dispatches to the
+// chat/turnComplete it is sent. A `!` turn starts a shell of the host's own at its
+// prompt, types the command, reads its end mark and keeps the turn, so its raw
+// counterparts are a shell spawned under a pty for `echo x` (SHELL -c 'echo x', the
+// issue's baseline) and an interactive shell spawned under a pty, given `echo x` and
+// exit as typed input and read to its end (what a `!` turn does, minus the host).
+
+// sessionsCommand is the command every turn runs.
+const sessionsCommand = "echo x"
+
+func sessionsSummary(s Sizes) string {
+	long := ""
+	if s.SessionsLong > 0 {
+		long = fmt.Sprintf(", and 1 session for %v", s.SessionsLong)
+	}
+	return fmt.Sprintf("`!%s` turns back to back, one client per session (turnStarted sent → chat/turnComplete seen): %v session(s) for %v each%s; "+
+		"against `SHELL -c '%s'` and `SHELL -i` given `%s` and exit, spawned on a local pty from as many goroutines",
+		sessionsCommand, s.SessionCounts, s.SessionsShort, long, sessionsCommand, sessionsCommand)
+}
+
+// turnRun is what one run of turns measured.
+type turnRun struct {
+	turns   int
+	elapsed time.Duration
+	// latencies are the turns' times, in the order they ended: with one session,
+	// the order of its chat.
+	latencies []time.Duration
+	// failed counts turns whose command did not run (its call failed).
+	failed int
+}
+
+func (t turnRun) rate() float64 { return float64(t.turns) / t.elapsed.Seconds() }
+
+func runSessions(ctx context.Context, e *env, r *Result) error {
+	sz := e.sizes
+	r.Params["sessions"] = sz.SessionCounts
+	r.Params["seconds"] = sz.SessionsShort.Seconds()
+	r.Params["longSeconds"] = sz.SessionsLong.Seconds()
+	r.Params["command"] = "!" + sessionsCommand
+	r.Params["rawCommand"] = e.shell + " -c '" + sessionsCommand + "'"
+
+	counts := slices.Clone(sz.SessionCounts)
+	slices.Sort(counts)
+	counts = slices.Compact(counts)
+	type row struct {
+		sessions int
+		long     bool
+	}
+	var rows []row
+	for _, n := range counts {
+		rows = append(rows, row{n, false})
+		if n == 1 && sz.SessionsLong > 0 {
+			rows = append(rows, row{1, true})
+		}
+	}
+	raws := map[int][2]turnRun{} // per worker count: raw spawn, raw interactive
+	for i, rw := range rows {
+		d := sz.SessionsShort
+		if rw.long {
+			d = sz.SessionsLong
+		}
+		raw, ok := raws[rw.sessions]
+		if !ok {
+			// The raw sides run for the short time only: a spawn does not get slower
+			// with the spawns before it.
+			spawn, err := e.rawTurns(ctx, rw.sessions, sz.SessionsShort, false)
+			if err != nil {
+				return err
+			}
+			interactive, err := e.rawTurns(ctx, rw.sessions, sz.SessionsShort, true)
+			if err != nil {
+				return err
+			}
+			raw = [2]turnRun{spawn, interactive}
+			raws[rw.sessions] = raw
+		}
+		host, err := e.hostTurns(ctx, rw.sessions, d, i)
+		if err != nil {
+			return fmt.Errorf("%d session(s), %v: %w", rw.sessions, d, err)
+		}
+		label := fmt.Sprintf("%d session(s), %v, %d turns", rw.sessions, d, host.turns)
+		f := r.add(Figure{Name: "turns per second, " + label, Value: host.rate(), Unit: UnitPerSecond}).withRaw(raw[0].rate())
+		if rw.sessions > 1 && rw.sessions == counts[len(counts)-1] {
+			// The most sessions at once (50 by default) against as many raw spawners.
+			f.target("≥ 0.50 × raw spawns", f.Ratio != nil && *f.Ratio >= 0.5)
+		}
+		p50, p99 := percentile(host.latencies, 0.5), percentile(host.latencies, 0.99)
+		r.add(Figure{Name: "turn p50, " + label, Value: p50.Seconds(), Unit: UnitSeconds}).withRaw(percentile(raw[0].latencies, 0.5).Seconds())
+		r.add(Figure{Name: "turn p99, " + label, Value: p99.Seconds(), Unit: UnitSeconds}).withRaw(percentile(raw[0].latencies, 0.99).Seconds())
+		ip50 := percentile(raw[1].latencies, 0.5)
+		g := r.add(Figure{Name: "turn p50 vs interactive shell, " + label, Value: p50.Seconds(), Unit: UnitSeconds}).withRaw(ip50.Seconds())
+		if rw.sessions == 1 && !rw.long {
+			g.target("≤ raw + 2 ms", p50 <= ip50+2*time.Millisecond)
+		}
+		if rw.long {
+			// The same chat at its end and at its start: a turn should cost the same.
+			tenth := max(len(host.latencies)/10, 1)
+			early := percentile(host.latencies[:tenth], 0.5)
+			late := percentile(host.latencies[len(host.latencies)-tenth:], 0.5)
+			r.add(Figure{Name: fmt.Sprintf("turn p50, the chat's first %d turns", tenth), Value: early.Seconds(), Unit: UnitSeconds})
+			r.add(Figure{Name: fmt.Sprintf("turn p50, the chat's last %d turns", tenth), Value: late.Seconds(), Unit: UnitSeconds})
+			ratio := late.Seconds() / early.Seconds()
+			r.add(Figure{Name: "turn p50, last ÷ first", Value: ratio, Unit: UnitRatio}).target("≤ 1.10", ratio <= 1.1)
+		}
+		if host.failed > 0 {
+			r.note("%s: %d turns' commands failed to run", label, host.failed)
+		}
+	}
+	for _, n := range counts {
+		raw := raws[n]
+		r.add(Figure{Name: fmt.Sprintf("raw interactive shells per second, %d goroutine(s)", n), Value: raw[1].rate(), Unit: UnitPerSecond}).withRaw(raw[0].rate())
+	}
+	r.note("raw figures beside a turn are `%s -c '%s'` spawned under a pty by as many goroutines as there are sessions; 'vs interactive shell' compares with `%s -i` given `%s` and exit as typed input, read to its end",
+		e.shell, sessionsCommand, e.shell, sessionsCommand)
+	e.noteShared(r)
+	return nil
+}
+
+// hostTurns runs `!echo x` turns back to back in n sessions at once, one client each,
+// for d, and measures each turn.
+func (e *env) hostTurns(ctx context.Context, n int, d time.Duration, run int) (turnRun, error) {
+	ctls, closeCtls, err := e.dialCtls(ctx, fmt.Sprintf("sessions%d", run), n)
+	defer closeCtls()
+	if err != nil {
+		return turnRun{}, err
+	}
+	work, err := os.MkdirTemp("", "termhost-bench-sessions-")
+	if err != nil {
+		return turnRun{}, err
+	}
+	defer os.RemoveAll(work)
+
+	type chatOf struct {
+		session, chat string
+		w             *watch
+	}
+	chats := make([]chatOf, n)
+	for i, k := range ctls {
+		wctx, cancel := e.waitCtx(ctx)
+		uri := fmt.Sprintf("ahp-session:/bench-%s-sessions%d-%d", e.run, run, i)
+		raw, err := k.Request(wctx, "createSession", map[string]any{"channel": uri, "workingDirectories": []string{messages.FileURI(work)}})
+		if err != nil {
+			cancel()
+			return turnRun{}, fmt.Errorf("createSession: %w", err)
+		}
+		var res struct{ Chat string }
+		if err := json.Unmarshal(raw, &res); err != nil || res.Chat == "" {
+			cancel()
+			return turnRun{}, fmt.Errorf("createSession answered %s", raw)
+		}
+		w := k.watch(res.Chat)
+		_, err = k.Subscribe(wctx, res.Chat)
+		cancel()
+		if err != nil {
+			return turnRun{}, fmt.Errorf("subscribe %s: %w", res.Chat, err)
+		}
+		chats[i] = chatOf{session: uri, chat: res.Chat, w: w}
+	}
+	defer func() {
+		for i, k := range ctls {
+			dctx, cancel := e.waitCtx(context.WithoutCancel(ctx))
+			_, _ = k.Request(dctx, "disposeSession", map[string]any{"channel": chats[i].session})
+			cancel()
+		}
+	}()
+
+	var mu sync.Mutex // guards out
+	out := turnRun{}
+	var done atomic.Int64
+	stop := e.prog.every(func() string {
+		return fmt.Sprintf("sessions: %d session(s), %d turns", n, done.Load())
+	})
+	defer stop()
+	g, gctx := errgroup.WithContext(ctx)
+	start := time.Now()
+	deadline := start.Add(d)
+	for i, k := range ctls {
+		c := chats[i]
+		g.Go(func() error {
+			for turn := 0; time.Now().Before(deadline); turn++ {
+				wctx, cancel := e.waitCtx(gctx)
+				id := fmt.Sprintf("turn-%d-%d", i, turn)
+				began := time.Now()
+				failed, err := e.hostTurn(wctx, k, c.w, c.chat, id)
+				cancel()
+				if err != nil {
+					return fmt.Errorf("session %d, turn %d: %w", i, turn, err)
+				}
+				ended := time.Now()
+				done.Add(1)
+				mu.Lock()
+				out.turns++
+				out.latencies = append(out.latencies, ended.Sub(began))
+				if failed {
+					out.failed++
+				}
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	err = g.Wait()
+	out.elapsed = time.Since(start)
+	return out, err
+}
+
+// hostTurn sends one `!echo x` turn and waits for its chat/turnComplete; failed says
+// the command's call did not succeed.
+func (e *env) hostTurn(ctx context.Context, k *ctl, w *watch, chat, turnID string) (failed bool, err error) {
+	action := map[string]any{"type": messages.ChatTurnStarted, "turnId": turnID, "startedAt": time.Now().UTC().Format(time.RFC3339Nano),
+		"message": map[string]any{"text": "!" + sessionsCommand, "origin": map[string]any{"kind": "user"}}}
+	if err := k.Dispatch(ctx, chat, k.seq.Add(1), action); err != nil {
+		return false, err
+	}
+	for {
+		env, err := nextEnvelope(ctx, k, w)
+		if err != nil {
+			return false, fmt.Errorf("waiting for chat/turnComplete: %w", err)
+		}
+		if env.RejectionReason != "" {
+			return false, fmt.Errorf("%s was refused: %s", env.Type, env.RejectionReason)
+		}
+		switch env.Type {
+		case messages.ChatToolCallComplete, messages.ChatTurnComplete, messages.ChatError:
+		default:
+			continue
+		}
+		var a struct {
+			TurnID string `json:"turnId"`
+			Result struct {
+				Success bool `json:"success"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(env.Action, &a) != nil || a.TurnID != turnID {
+			continue
+		}
+		switch env.Type {
+		case messages.ChatToolCallComplete:
+			failed = !a.Result.Success
+		case messages.ChatError:
+			return true, fmt.Errorf("the turn ended in error: %s", env.Action)
+		case messages.ChatTurnComplete:
+			return failed, nil
+		}
+	}
+}
+
+// rawTurns runs the raw side of a turn from workers goroutines for d: `SHELL -c 'echo
+// x'` under a pty, or with interactive `SHELL -i` given `echo x` and exit.
+func (e *env) rawTurns(ctx context.Context, workers int, d time.Duration, interactive bool) (turnRun, error) {
+	var mu sync.Mutex // guards out
+	out := turnRun{}
+	g, gctx := errgroup.WithContext(ctx)
+	start := time.Now()
+	deadline := start.Add(d)
+	for range workers {
+		g.Go(func() error {
+			buf := make([]byte, 4096)
+			for time.Now().Before(deadline) && gctx.Err() == nil {
+				began := time.Now()
+				var err error
+				if interactive {
+					err = e.rawInteractiveTurn(buf)
+				} else {
+					err = e.rawSpawnTurn(buf)
+				}
+				if err != nil {
+					return err
+				}
+				ended := time.Now()
+				mu.Lock()
+				out.turns++
+				out.latencies = append(out.latencies, ended.Sub(began))
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	out.elapsed = time.Since(start)
+	return out, err
+}
+
+// rawSpawnTurn is `SHELL -c 'echo x'` spawned, read to its end and reaped.
+func (e *env) rawSpawnTurn(buf []byte) error {
+	p, err := startRaw(e.pty, e.shell, sessionsCommand)
+	if err != nil {
+		return err
+	}
+	_, err = p.drain(buf)
+	if cerr := p.close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// rawInteractiveTurn is an interactive shell spawned (its startup files read, as a
+// person's shell reads them), given `echo x` and exit as typed input, and read to its
+// end. Typed ahead, the lines wait in the terminal until the shell reads them, as a
+// `!` command waits for the shell's prompt.
+func (e *env) rawInteractiveTurn(buf []byte) error {
+	cmd := exec.Command(e.shell, "-i")
+	p, err := startRawCmd(e.pty, cmd)
+	if err != nil {
+		return err
+	}
+	// A shell that never reads its input would hold the run forever.
+	stuck := time.AfterFunc(e.cfg.WaitTimeout, p.kill)
+	defer stuck.Stop()
+	newline := "\n"
+	if e.pty {
+		newline = "\r"
+	}
+	if _, err := p.in.Write([]byte(sessionsCommand + newline + "exit" + newline)); err != nil {
+		p.kill()
+		_ = p.close()
+		return fmt.Errorf("raw: typing into %s: %w", e.shell, err)
+	}
+	_, err = p.drain(buf)
+	if cerr := p.close(); err == nil {
+		err = cerr
+	}
+	return err
+}
