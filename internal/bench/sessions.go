@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,16 @@ type turnRun struct {
 	latencies []time.Duration
 	// failed counts turns whose command did not run (its call failed).
 	failed int
+	// cpu measured the run: the host's process (or, raw, this one) and the machine.
+	cpu *cpuMeter
+}
+
+// machineCPUPerTurn is the CPU time the whole machine spent per turn (or raw shell).
+func (t turnRun) machineCPUPerTurn() (float64, bool) {
+	if t.cpu == nil || !t.cpu.ok || t.turns == 0 {
+		return 0, false
+	}
+	return t.cpu.busy * float64(runtime.NumCPU()) * t.elapsed.Seconds() / float64(t.turns), true
 }
 
 func (t turnRun) rate() float64 { return float64(t.turns) / t.elapsed.Seconds() }
@@ -121,6 +132,18 @@ func runSessions(ctx context.Context, e *env, r *Result) error {
 			ratio := late.Seconds() / early.Seconds()
 			r.add(Figure{Name: "turn p50, last ÷ first", Value: ratio, Unit: UnitRatio}).target("≤ 1.10", ratio <= 1.1)
 		}
+		// Where the CPU goes: the host's own process, and the machine (its shells,
+		// and the bench's clients) per turn, against the machine per raw
+		// interactive shell.
+		if host.cpu != nil && host.cpu.ok && !e.cfg.InProcess {
+			r.add(Figure{Name: "host process CPU per turn, " + label, Value: host.cpu.process / float64(host.turns), Unit: UnitSeconds})
+		}
+		if m, ok := host.machineCPUPerTurn(); ok {
+			f := r.add(Figure{Name: "machine CPU per turn, " + label, Value: m, Unit: UnitSeconds})
+			if rm, ok := raw[1].machineCPUPerTurn(); ok {
+				f.withRaw(rm)
+			}
+		}
 		if host.failed > 0 {
 			r.note("%s: %d turns' commands failed to run", label, host.failed)
 		}
@@ -191,6 +214,7 @@ func (e *env) hostTurns(ctx context.Context, n int, d time.Duration, run int) (t
 	})
 	defer stop()
 	g, gctx := errgroup.WithContext(ctx)
+	out.cpu = meterCPU(e.pid)
 	start := time.Now()
 	deadline := start.Add(d)
 	for i, k := range ctls {
@@ -220,6 +244,7 @@ func (e *env) hostTurns(ctx context.Context, n int, d time.Duration, run int) (t
 	}
 	err = g.Wait()
 	out.elapsed = time.Since(start)
+	out.cpu.stop()
 	return out, err
 }
 
@@ -270,6 +295,7 @@ func (e *env) rawTurns(ctx context.Context, workers int, d time.Duration, intera
 	var mu sync.Mutex // guards out
 	out := turnRun{}
 	g, gctx := errgroup.WithContext(ctx)
+	out.cpu = meterCPU(os.Getpid())
 	start := time.Now()
 	deadline := start.Add(d)
 	for range workers {
@@ -297,6 +323,7 @@ func (e *env) rawTurns(ctx context.Context, workers int, d time.Duration, intera
 	}
 	err := g.Wait()
 	out.elapsed = time.Since(start)
+	out.cpu.stop()
 	return out, err
 }
 
