@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,8 +31,12 @@ func TestCrashDuringTurnsLosesNoCompletedTurn(t *testing.T) {
 		for i, uri := range sessions {
 			c := p.dial(fmt.Sprintf("burst-%d-%d", round, i))
 			if round == 0 {
+				// One turn each first, so both sessions are kept whatever the first
+				// kill finds (a session is kept with its first turn).
 				chats[i] = c.openSession(uri, work)
-				completed[chats[i]] = map[string]string{}
+				turn := c.say(chats[i], "!echo start")
+				c.waitCompleted(chats[i], turn)
+				completed[chats[i]] = map[string]string{turn: "!echo start"}
 			} else if _, err := c.Subscribe(c.ctx(), chats[i]); err != nil {
 				t.Fatalf("round %d: the chat, with %d turns answered complete, is gone after a kill: %v", round, len(completed[chats[i]]), err)
 			}
@@ -50,8 +55,10 @@ func TestCrashDuringTurnsLosesNoCompletedTurn(t *testing.T) {
 		// Read both connections until killAfter turns completed on the first, then
 		// kill the host at once, and go on reading what was already on its way.
 		events := make(chan burstEvent, 256)
+		var readers sync.WaitGroup
 		for i, c := range conns {
-			go func() {
+			readers.Go(func() {
+				// Until the connection ends: its client closes Notifications then.
 				for n := range c.Notifications {
 					env := n.Envelope
 					if env == nil || env.Channel != chats[i] {
@@ -66,8 +73,10 @@ func TestCrashDuringTurnsLosesNoCompletedTurn(t *testing.T) {
 						events <- burstEvent{typ: env.Type, chat: chats[i], turn: a.TurnID, text: a.Message.Text}
 					}
 				}
-			}()
+			})
 		}
+		readersDone := make(chan struct{})
+		go func() { readers.Wait(); close(readersDone) }()
 		seenFirst := 0
 		deadline := time.After(waitTimeout)
 		for seenFirst < killAfter {
@@ -81,19 +90,25 @@ func TestCrashDuringTurnsLosesNoCompletedTurn(t *testing.T) {
 			}
 		}
 		p.signal(syscall.SIGKILL)
-		// What the sockets had already received counts as told, too.
-		for _, c := range conns {
-			<-c.Done()
-		}
+		// What the sockets had already received counts as told, too: read on until
+		// both connections have ended and their readers are done.
+		deadline = time.After(waitTimeout)
 	drain:
 		for {
 			select {
 			case ev := <-events:
 				ev.record(completed, texts)
-			case <-time.After(time.Second):
-				// The readers stop with their connections, which are closed: a second
-				// with no event means nothing more is coming (nothing is timed here).
-				break drain
+			case <-readersDone:
+				for {
+					select {
+					case ev := <-events:
+						ev.record(completed, texts)
+					default:
+						break drain
+					}
+				}
+			case <-deadline:
+				t.Fatalf("round %d: the connections did not end within %v of the kill", round, waitTimeout)
 			}
 		}
 		for i, uri := range sessions {
