@@ -27,6 +27,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/termhost/termhost/internal/procstat"
 )
 
 // Sizes are how much work each scenario does. The zero value of a field means its
@@ -335,7 +337,7 @@ func (e *env) hostRSS() (int64, bool) {
 	if e.pid == 0 {
 		return 0, false
 	}
-	return rssBytes(e.pid)
+	return procstat.RSSBytes(e.pid)
 }
 
 func machineInfo() MachineInfo {

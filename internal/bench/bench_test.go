@@ -166,7 +166,7 @@ func TestChurn(t *testing.T) {
 	for _, name := range []string{"cycles per second, 1 client", "cycles per second, 2 client"} {
 		positive(t, rep, figure(t, rep, "churn", name))
 	}
-	for _, name := range []string{"zombies right after", "zombies after settling", "children left", "descriptor delta", "goroutine delta"} {
+	for _, name := range []string{"procstat.Zombies right after", "procstat.Zombies after settling", "children left", "descriptor delta", "goroutine delta"} {
 		figure(t, rep, "churn", name)
 	}
 }

@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/termhost/termhost/internal/procstat"
 )
 
 func churnSummary(s Sizes) string {
-	return fmt.Sprintf("createTerminal → run `true` → terminal/exited → disposeTerminal with %v concurrent clients (%d cycles with the most, %d with the others), against spawning `SHELL -c true` on a local pty; then the host's zombies, descriptors and goroutines", s.ChurnClients, s.ChurnCycles, rateCycles(s.ChurnCycles))
+	return fmt.Sprintf("createTerminal → run `true` → terminal/exited → disposeTerminal with %v concurrent clients (%d cycles with the most, %d with the others), against spawning `SHELL -c true` on a local pty; then the host's procstat.Zombies, descriptors and goroutines", s.ChurnClients, s.ChurnCycles, rateCycles(s.ChurnCycles))
 }
 
 // rateCycles is how many cycles a run that only measures a rate does.
@@ -49,9 +51,9 @@ func runChurn(ctx context.Context, e *env, r *Result) error {
 	if err := e.churnCycle(ctx, ctls[0], e.uri("churn-warm", 0)); err != nil {
 		return err
 	}
-	fdsBefore, fdsKnown := fdCount(e.pid)
+	fdsBefore, fdsKnown := procstat.Descriptors(e.pid)
 	goroutinesBefore := runtime.NumGoroutine()
-	threadsBefore, threadsKnown := threadCount(e.pid)
+	threadsBefore, threadsKnown := procstat.Threads(e.pid)
 
 	// The run with the most clients goes last and does every cycle, so the counts
 	// after it follow the most work.
@@ -79,22 +81,22 @@ func runChurn(ctx context.Context, e *env, r *Result) error {
 	}
 	// Right after the last dispose is answered, some children may not be reaped yet:
 	// that is a count, not a leak. What is left after a settling moment is.
-	kids, _ := children(e.pid)
-	r.add(Figure{Name: "zombies right after the last cycle", Value: float64(zombies(kids)), Unit: UnitCount})
+	kids, _ := procstat.Children(e.pid)
+	r.add(Figure{Name: "procstat.Zombies right after the last cycle", Value: float64(procstat.Zombies(kids)), Unit: UnitCount})
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		kids, _ = children(e.pid)
-		fds, _ := fdCount(e.pid)
+		kids, _ = procstat.Children(e.pid)
+		fds, _ := procstat.Descriptors(e.pid)
 		if len(kids) == 0 && (!fdsKnown || fds <= fdsBefore) && (!e.cfg.InProcess || runtime.NumGoroutine() <= goroutinesBefore) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond) // no event says another process was reaped
 	}
-	kids, _ = children(e.pid)
-	r.add(Figure{Name: "zombies after settling (≤ 10 s)", Value: float64(zombies(kids)), Unit: UnitCount}).target("0", zombies(kids) == 0)
+	kids, _ = procstat.Children(e.pid)
+	r.add(Figure{Name: "procstat.Zombies after settling (≤ 10 s)", Value: float64(procstat.Zombies(kids)), Unit: UnitCount}).target("0", procstat.Zombies(kids) == 0)
 	r.add(Figure{Name: "children left after settling", Value: float64(len(kids)), Unit: UnitCount})
 	if fdsKnown {
-		fds, _ := fdCount(e.pid)
+		fds, _ := procstat.Descriptors(e.pid)
 		r.add(Figure{Name: "descriptor delta", Value: float64(fds - fdsBefore), Unit: UnitCount}).target("0", fds <= fdsBefore)
 	}
 	if e.cfg.InProcess {
@@ -103,7 +105,7 @@ func runChurn(ctx context.Context, e *env, r *Result) error {
 	} else if threadsKnown {
 		// Goroutines of another process are out of sight; its threads are not. The
 		// runtime keeps threads it made for a burst, so a delta is a hint, not a leak.
-		th, _ := threadCount(e.pid)
+		th, _ := procstat.Threads(e.pid)
 		r.add(Figure{Name: "thread delta", Value: float64(th - threadsBefore), Unit: UnitCount})
 		r.note("goroutines are counted only with the host in this process (--host inprocess)")
 	}

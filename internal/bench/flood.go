@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/termhost/termhost/internal/procstat"
 )
 
 // The flood: `head -c N /dev/zero | base64 -w 100`, printed by a one-command terminal
@@ -257,7 +259,7 @@ type cpuMeter struct {
 	ok       bool
 
 	startCPU     float64
-	startMachine machineStat
+	startMachine procstat.Machine
 }
 
 func meterCPU(pid int) *cpuMeter {
@@ -265,8 +267,8 @@ func meterCPU(pid int) *cpuMeter {
 	if pid == 0 {
 		return m
 	}
-	cpu, ok1 := cpuSeconds(pid)
-	ms, ok2 := readMachineStat()
+	cpu, ok1 := procstat.CPUSeconds(pid)
+	ms, ok2 := procstat.ReadMachine()
 	m.ok = ok1 && ok2
 	m.startCPU, m.startMachine = cpu, ms
 	return m
@@ -276,13 +278,13 @@ func (m *cpuMeter) stop() {
 	if !m.ok {
 		return
 	}
-	cpu, ok1 := cpuSeconds(m.pid)
-	ms, ok2 := readMachineStat()
-	if !ok1 || !ok2 || ms.total <= m.startMachine.total {
+	cpu, ok1 := procstat.CPUSeconds(m.pid)
+	ms, ok2 := procstat.ReadMachine()
+	if !ok1 || !ok2 || ms.Total <= m.startMachine.Total {
 		m.ok = false
 		return
 	}
 	m.process = cpu - m.startCPU
-	m.busy = float64(ms.busy-m.startMachine.busy) / float64(ms.total-m.startMachine.total)
-	m.switches = ms.switches - m.startMachine.switches
+	m.busy = float64(ms.Busy-m.startMachine.Busy) / float64(ms.Total-m.startMachine.Total)
+	m.switches = ms.Switches - m.startMachine.Switches
 }

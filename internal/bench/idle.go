@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/termhost/termhost/internal/client"
+	"github.com/termhost/termhost/internal/procstat"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -183,7 +184,7 @@ func runIdle(ctx context.Context, e *env, r *Result) error {
 	// give back. Disposal is answered before the reaping, so wait for the children.
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if kids, ok := children(e.pid); !ok || len(kids) == 0 {
+		if kids, ok := procstat.Children(e.pid); !ok || len(kids) == 0 {
 			break
 		}
 		time.Sleep(50 * time.Millisecond) // no event says another process was reaped
@@ -257,7 +258,7 @@ func (e *env) parallel(ctx context.Context, ctls []*ctl, n int, label string, do
 // reaped at the end. It returns this process's RSS growth per shell.
 func (e *env) rawIdle(n int) (float64, error) {
 	e.settleMemory()
-	before, ok := rssBytes(os.Getpid())
+	before, ok := procstat.RSSBytes(os.Getpid())
 	procs := make([]*rawProc, n)
 	var readers sync.WaitGroup
 	defer func() {
@@ -323,6 +324,6 @@ func (e *env) rawIdle(n int) (float64, error) {
 		return 0, nil
 	}
 	e.settleMemory()
-	after, _ := rssBytes(os.Getpid())
+	after, _ := procstat.RSSBytes(os.Getpid())
 	return float64(after-before) / float64(n), nil
 }

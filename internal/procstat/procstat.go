@@ -1,4 +1,10 @@
-package bench
+// Package procstat reads what Linux's /proc says about a process and the machine: a
+// process's resident memory, threads, descriptors, children and CPU time, and the
+// machine's busy time and context switches. The bench reads the host and its raw
+// baselines with it. Every function returns ok=false where /proc does not say
+// (another OS, or a pid that is gone), so a caller leaves a figure out rather than
+// print a guess.
+package procstat
 
 import (
 	"bufio"
@@ -9,12 +15,8 @@ import (
 	"strings"
 )
 
-// Figures read from /proc about the host process. Every function here returns ok=false
-// where /proc does not say (another OS, or a pid that is gone), and the scenario then
-// leaves the figure out rather than printing a guess.
-
-// rssBytes is a process's resident set (VmRSS) in bytes.
-func rssBytes(pid int) (int64, bool) {
+// RSSBytes is a process's resident set (VmRSS) in bytes.
+func RSSBytes(pid int) (int64, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, false
@@ -38,10 +40,10 @@ func rssBytes(pid int) (int64, bool) {
 	return 0, false
 }
 
-// threadCount is how many OS threads a process has (Threads in /proc/<pid>/status):
+// Threads is how many OS threads a process has (Threads in /proc/<pid>/status):
 // for a host in another process, the nearest thing to its goroutines that /proc shows
 // (a goroutine stuck in a system call holds a thread).
-func threadCount(pid int) (int, bool) {
+func Threads(pid int) (int, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, false
@@ -55,8 +57,8 @@ func threadCount(pid int) (int, bool) {
 	return 0, false
 }
 
-// fdCount is how many descriptors a process holds open.
-func fdCount(pid int) (int, bool) {
+// Descriptors is how many descriptors a process holds open.
+func Descriptors(pid int) (int, bool) {
 	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
 		return 0, false
@@ -65,19 +67,19 @@ func fdCount(pid int) (int, bool) {
 }
 
 // child is one child process of the host, as /proc/<pid>/stat describes it.
-type child struct {
+type Child struct {
 	pid   int
 	state string // "R", "S", "Z", …
 }
 
-// children lists a process's children, zombies included.
-func children(parent int) ([]child, bool) {
+// Children lists a process's children, Zombies included.
+func Children(parent int) ([]Child, bool) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, false
 	}
 	want := strconv.Itoa(parent)
-	var out []child
+	var out []Child
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -96,14 +98,14 @@ func children(parent int) ([]child, bool) {
 		}
 		f := strings.Fields(s[i+2:])
 		if len(f) > 1 && f[1] == want {
-			out = append(out, child{pid: pid, state: f[0]})
+			out = append(out, Child{pid: pid, state: f[0]})
 		}
 	}
 	return out, true
 }
 
-// zombies counts the children in state Z: exited, and not yet reaped by the host.
-func zombies(kids []child) int {
+// Zombies counts the children in state Z: exited, and not yet reaped by the host.
+func Zombies(kids []Child) int {
 	n := 0
 	for _, k := range kids {
 		if k.state == "Z" {
@@ -113,12 +115,12 @@ func zombies(kids []child) int {
 	return n
 }
 
-// clockTicks is the unit of /proc/<pid>/stat's CPU times (USER_HZ), 100 on every
+// ClockTicks is the unit of /proc/<pid>/stat's CPU times (USER_HZ), 100 on every
 // Linux build that matters; the figures built on it are ratios of seconds anyway.
-const clockTicks = 100
+const ClockTicks = 100
 
-// cpuSeconds is the CPU time a process has used, user and system, in seconds.
-func cpuSeconds(pid int) (float64, bool) {
+// CPUSeconds is the CPU time a process has used, user and system, in seconds.
+func CPUSeconds(pid int) (float64, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, false
@@ -138,23 +140,23 @@ func cpuSeconds(pid int) (float64, bool) {
 	if err1 != nil || err2 != nil {
 		return 0, false
 	}
-	return float64(user+sys) / clockTicks, true
+	return float64(user+sys) / ClockTicks, true
 }
 
-// machineStat is one reading of /proc/stat: the machine's CPU time spent busy and in
+// Machine is one reading of /proc/stat: the machine's CPU time spent busy and in
 // all, in ticks (two readings give how busy it was between them), and the context
 // switches made since boot. A thread woken or put to sleep costs a switch; on a
 // virtual machine that is dear, and the host's wake-ups per MB show in it.
-type machineStat struct {
-	busy, total, switches int64
+type Machine struct {
+	Busy, Total, Switches int64
 }
 
-func readMachineStat() (machineStat, bool) {
+func ReadMachine() (Machine, bool) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return machineStat{}, false
+		return Machine{}, false
 	}
-	var m machineStat
+	var m Machine
 	cpuSeen, ctxtSeen := false, false
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
@@ -163,21 +165,21 @@ func readMachineStat() (machineStat, bool) {
 			for i, v := range f[1:] {
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
-					return machineStat{}, false
+					return Machine{}, false
 				}
-				m.total += n
+				m.Total += n
 				// idle (4th) and iowait (5th) are the idle columns.
 				if i != 3 && i != 4 {
-					m.busy += n
+					m.Busy += n
 				}
 			}
 			cpuSeen = true
 		case len(f) == 2 && f[0] == "ctxt":
 			n, err := strconv.ParseInt(f[1], 10, 64)
 			if err != nil {
-				return machineStat{}, false
+				return Machine{}, false
 			}
-			m.switches, ctxtSeen = n, true
+			m.Switches, ctxtSeen = n, true
 		}
 	}
 	return m, cpuSeen && ctxtSeen
