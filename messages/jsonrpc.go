@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/termhost/termhost/messages/strictjson"
 )
 
 // JSON-RPC and AHP error codes (PROTOCOL.md 7).
@@ -44,7 +46,7 @@ func (m *Inbound) IsRequest() bool {
 }
 
 // inboundMembers are the members of a JSON-RPC message, for the case-sensitive check.
-var inboundMembers = MembersOf(Inbound{})
+var inboundMembers = strictjson.Of(Inbound{})
 
 // Error is a JSON-RPC error object.
 type Error struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/messages/strictjson"
 )
 
 // ServerInfo names the host in initialize's answer.
@@ -214,18 +215,18 @@ func (c *connection) handle(ctx actor.Context, data []byte) {
 
 // decodeParams reads params into v, answering -32602 with what is wrong.
 func decodeParams(raw json.RawMessage, v any) *messages.Error {
-	return decodeParamsWith(messages.MembersOf(v), raw, v)
+	return decodeParamsWith(strictjson.Of(v), raw, v)
 }
 
 // Member names of what every keystroke carries, worked out once.
 var (
-	dispatchMembers = messages.MembersOf(dispatchParams{})
-	actionMembers   = messages.MembersOf(messages.Action{})
+	dispatchMembers = strictjson.Of(dispatchParams{})
+	actionMembers   = strictjson.Of(messages.Action{})
 )
 
 // decodeParamsWith is decodeParams with v's member names already worked out: the
 // names are matched exactly, as JSON-RPC asks, where encoding/json would ignore case.
-func decodeParamsWith(members *messages.Members, raw json.RawMessage, v any) *messages.Error {
+func decodeParamsWith(members *strictjson.Members, raw json.RawMessage, v any) *messages.Error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return messages.Errorf(messages.CodeInvalidParams, "Invalid params: params are required")
 	}

@@ -16,14 +16,3 @@ func BenchmarkParseInboundKeystroke(b *testing.B) {
 		}
 	}
 }
-
-func BenchmarkMembersCheckAction(b *testing.B) {
-	m := messages.MembersOf(messages.Action{})
-	raw := []byte(`{"type":"terminal/input","data":"l"}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := m.Check(raw); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

@@ -1,4 +1,10 @@
-package messages
+// Package strictjson holds encoding/json to JSON-RPC's exact member names: encoding/json
+// matches a member to a field ignoring case, so {"Channel": …} would fill channel and
+// {"METHOD": …} would name a method. A Members, made once per decoded type, is checked
+// before such a decode and refuses a member whose name differs from a known one only
+// in case. Members no field knows are left alone: they are ignored, as the protocol
+// asks of fields it does not define.
+package strictjson
 
 import (
 	"bytes"
@@ -8,12 +14,6 @@ import (
 	"strings"
 )
 
-// JSON-RPC 2.0 and AHP name members exactly; encoding/json matches them ignoring
-// case, so {"Channel": …} would fill channel and {"METHOD": …} would name a method.
-// A Members, made once per decoded type, is checked before such a decode and refuses
-// a member whose name differs from a known one only in case. Members no field knows
-// are left alone: they are ignored, as the protocol asks of fields it does not define.
-
 // Members are the JSON member names of a struct type and of the structs nested in it.
 // It is built once and only read after.
 type Members struct {
@@ -22,8 +22,8 @@ type Members struct {
 	items  *Members            // for a slice: what each item holds
 }
 
-// MembersOf describes the members of v's type (a struct, or a pointer to one).
-func MembersOf(v any) *Members {
+// Of describes the members of v's type (a struct, or a pointer to one).
+func Of(v any) *Members {
 	return membersOf(reflect.TypeOf(v), map[reflect.Type]bool{})
 }
 

@@ -1,4 +1,4 @@
-package messages_test
+package strictjson_test
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/messages/strictjson"
 )
 
 // FuzzMembersCheck: whatever bytes come, Check never panics, and on valid JSON it
@@ -18,7 +19,7 @@ func FuzzMembersCheck(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	m := messages.MembersOf(messages.Action{})
+	m := strictjson.Of(messages.Action{})
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		err := m.Check(raw)
 		var top map[string]json.RawMessage
@@ -37,4 +38,32 @@ func FuzzMembersCheck(f *testing.F) {
 			t.Fatalf("%q: a wrong-case member was not found", raw)
 		}
 	})
+}
+
+func TestMembersCheckNested(t *testing.T) {
+	type inner struct {
+		ClientID string `json:"clientId"`
+	}
+	type params struct {
+		Channel string  `json:"channel"`
+		Claim   *inner  `json:"claim"`
+		Items   []inner `json:"items"`
+	}
+	m := strictjson.Of(&params{})
+	for raw, want := range map[string]string{
+		`{"channel":"a","claim":{"clientId":"x"},"items":[{"clientId":"y"}]}`: "",
+		`{"Channel":"a"}`:                               `"Channel" is not a member here`,
+		`{"claim":{"clientid":"x"}}`:                    `"claim.clientid" is not a member here: member names are case-sensitive (did you mean "claim.clientId"?)`,
+		`{"items":[{"clientId":"y"},{"CLIENTID":"z"}]}`: `"items[1].CLIENTID"`,
+		`{"claim":"not an object"}`:                     "",
+		`{"other":{"Channel":1}}`:                       "",
+	} {
+		err := m.Check([]byte(raw))
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", raw, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: %v, want an error saying %q", raw, err, want)
+		}
+	}
 }
