@@ -304,12 +304,9 @@ func (c *connection) initialize(ctx actor.Context, id json.RawMessage, raw json.
 		}
 		return
 	}
-	if _, e := c.cfg.Clients.join(*p.ClientID, c.cfg.Principal.User, version); e != nil {
-		c.fail(id, e)
+	if !c.signIn(ctx, id, *p.ClientID, version) {
 		return
 	}
-	c.initialized, c.clientID, c.version = true, *p.ClientID, version
-	ctx.Send(c.cfg.Root, &session.ClientBack{ClientID: c.clientID})
 	channels := c.readable(p.InitialSubscriptions)
 	c.collectSnapshots(ctx, channels, func(snaps []messages.Snapshot, subscribed []string) {
 		result := map[string]any{
@@ -324,6 +321,21 @@ func (c *connection) initialize(ctx actor.Context, id json.RawMessage, raw json.
 		}
 		c.releaseAnswer(id, result, subscribed...)
 	})
+}
+
+// signIn makes this connection clientID's, after an initialize that negotiated
+// version or a reconnect that resumes (version ""): the Clients table says whether
+// this person may be that client and which version it speaks, and the sessions hear
+// that the client is back. It answers the request itself when it may not.
+func (c *connection) signIn(ctx actor.Context, id json.RawMessage, clientID, version string) bool {
+	version, e := c.cfg.Clients.join(clientID, c.cfg.Principal.User, version)
+	if e != nil {
+		c.fail(id, e)
+		return false
+	}
+	c.initialized, c.clientID, c.version = true, clientID, version
+	ctx.Send(c.cfg.Root, &session.ClientBack{ClientID: clientID})
+	return true
 }
 
 // readable keeps the channels this connection may read, without duplicates. Root
@@ -491,13 +503,9 @@ func (c *connection) reconnect(ctx actor.Context, id json.RawMessage, raw json.R
 	case !c.initialized:
 		// The client resumes as the clientId it had: the same person, the version it
 		// negotiated, its claims (they name the clientId) and its presence.
-		version, e := c.cfg.Clients.join(p.ClientID, c.cfg.Principal.User, "")
-		if e != nil {
-			c.fail(id, e)
+		if !c.signIn(ctx, id, p.ClientID, "") {
 			return
 		}
-		c.initialized, c.clientID, c.version = true, p.ClientID, version
-		ctx.Send(c.cfg.Root, &session.ClientBack{ClientID: c.clientID})
 	case p.ClientID != "" && p.ClientID != c.clientID:
 		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: this connection is client %s, not %s", c.clientID, p.ClientID))
 		return
