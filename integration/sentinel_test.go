@@ -1,0 +1,29 @@
+package integration
+
+import "testing"
+
+func TestSentinelCodeReadsOnlyItsOwnID(t *testing.T) {
+	out := "old <<<TERMHOST_SENTINEL_aa_EXIT_3>>>\r\nnew <<<TERMHOST_SENTINEL_bb_EXIT_42>>>\r\n"
+	if code, ok := SentinelCode(out, "bb"); !ok || code != 42 {
+		t.Fatalf("SentinelCode(bb) = %d, %v; want 42, true", code, ok)
+	}
+	if _, ok := SentinelCode(out, "cc"); ok {
+		t.Fatal("a sentinel id that was never printed was found")
+	}
+}
+
+func TestSentinelEchoPrintsWhatSentinelCodeReads(t *testing.T) {
+	echo := SentinelEcho("zz")
+	// What the shell prints for `echo "<<<..._EXIT_$?>>>"` after a command that exited 7.
+	printed := "<<<" + SentinelPrefix + "zz_EXIT_7>>>"
+	if code, ok := SentinelCode(printed, "zz"); !ok || code != 7 {
+		t.Fatalf("echo %q printed %q, read %d, %v", echo, printed, code, ok)
+	}
+}
+
+func TestWithoutSentinelDropsItsLines(t *testing.T) {
+	text := "a\n" + SentinelEcho("id1") + "\nb\n<<<" + SentinelPrefix + "id1_EXIT_0>>>\n"
+	if got := WithoutSentinel(text, "id1"); got != "a\nb\n" {
+		t.Fatalf("WithoutSentinel = %q", got)
+	}
+}
