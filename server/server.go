@@ -23,9 +23,11 @@ import (
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/root"
+	"github.com/termhost/termhost/actors/shells"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/server/ahp"
+	"github.com/termhost/termhost/server/mcphost"
 )
 
 // Config is what a Server is made with. Zero values mean the defaults named.
@@ -71,8 +73,13 @@ type Config struct {
 	// 8,192 envelopes or 16 MiB of them by default, whichever is less.
 	ReplayEntries int
 	ReplayBytes   int
-	Version       string
-	Logger        *slog.Logger
+	// Shells is what the agent shell tools run with (windows, limits, the monitors'
+	// delivery rules); zero values take their defaults.
+	Shells shells.Options
+	// Tools is the tool families /mcp offers (default both).
+	Tools   mcphost.Families
+	Version string
+	Logger  *slog.Logger
 }
 
 // Server serves AHP over WebSocket.
@@ -85,6 +92,8 @@ type Server struct {
 	// clients remembers every clientId's person and protocol version, so a client
 	// can resume on a new connection with reconnect as its first request.
 	clients *ahp.Clients
+	// mcp serves the agent shell tools at /mcp.
+	mcp *mcphost.Endpoint
 
 	mu sync.Mutex // guards conns, anonymous and closing
 	// conns are the open WebSockets and their connection actors (nil until spawned).
@@ -141,6 +150,14 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Root.Logger = cfg.Logger
+	if cfg.Root.ToolService == nil {
+		tools := cfg.Shells
+		tools.Store, tools.Logger = cfg.Root.Store, cfg.Logger
+		if tools.DefaultShell == "" {
+			tools.DefaultShell = cfg.Root.DefaultShell
+		}
+		cfg.Root.ToolService = shells.NewProps(tools)
+	}
 	// The host's defaults are filled in here, once, so that what connections are told
 	// (the home folder as defaultDirectory) is what the host uses.
 	cfg.Root = cfg.Root.WithDefaults()
@@ -158,7 +175,10 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: starting the root actor: %w", err)
 	}
-	return &Server{cfg: cfg, log: cfg.Logger, system: system, root: rootPID, journal: journal, clients: ahp.NewClients(0, 0), conns: map[*websocket.Conn]*actor.PID{}}, nil
+	endpoint := mcphost.New(mcphost.Config{System: system, Root: rootPID, Auth: cfg.Auth, Tools: cfg.Tools,
+		DefaultDirectory: cfg.Root.Home, Version: cfg.Version, Logger: cfg.Logger})
+	return &Server{cfg: cfg, log: cfg.Logger, system: system, root: rootPID, journal: journal, clients: ahp.NewClients(0, 0), mcp: endpoint,
+		conns: map[*websocket.Conn]*actor.PID{}}, nil
 }
 
 // levelFloor drops records below a level.
@@ -194,6 +214,13 @@ func (s *Server) Handler() http.Handler {
 		// Only a broken build gets here, and its tests say so; the WebSocket still works.
 		s.log.Error("the browser page is not served", "err", err)
 	}
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		if s.loopbackOnly && !s.loopbackHostName(r.Host) {
+			http.Error(w, "termhost: this host serves loopback names only (localhost, 127.0.0.1, [::1]); start it with --allow-origin HOST to be reached as "+r.Host, http.StatusForbidden)
+			return
+		}
+		s.mcp.ServeHTTP(w, r)
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if f, ok := page.pageFor(r); ok {
 			s.servePage(w, r, f)

@@ -24,6 +24,7 @@ import (
 	"github.com/termhost/termhost/persistence"
 	"github.com/termhost/termhost/pty"
 	"github.com/termhost/termhost/server"
+	"github.com/termhost/termhost/server/mcphost"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -55,6 +56,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return token(args, stdout, stderr)
 	case "bench":
 		return benchCmd(args, stdout, stderr)
+	case "mcp":
+		return mcpBridge(args, os.Stdin, stdout, stderr)
 	case "ls", "new", "attach", "run", "kill":
 		return exitWithStatus(clientVerbs(verb, args, stdout, stderr))
 	case "help":
@@ -68,7 +71,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 const usageText = `usage:
   termhost [serve] [--listen 127.0.0.1:9187] [--state-dir DIR] [--pty auto|always|never]
                    [--allow-anonymous] [--allow-origin PATTERN]... [--log-level info]
-                   [--zsh-folder safe|as-found] [--cpuprofile FILE]
+                   [--zsh-folder safe|as-found] [--cpuprofile FILE] [--tools host|pty|both]
+  termhost mcp [--url http://HOST:PORT/mcp?session=…&chat=…&tools=…] [--token TOKEN]
+                   (an MCP server on stdin/stdout for agents that spawn one: the host's /mcp)
   termhost token add --state-dir DIR --user NAME --role owner|member|guest
   termhost token list --state-dir DIR
   termhost token revoke --state-dir DIR USER|TOKEN-ID
@@ -112,8 +117,13 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	logLevel := fs.String("log-level", "info", "debug|info|warn|error")
 	zshFolder := fs.String("zsh-folder", "safe", "safe|as-found: take <tmp>/<user>-termhost-zsh even when it is a symlink or another user's")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the host to this file, from start to shutdown")
+	toolsFlag := fs.String("tools", "both", "host|pty|both: the agent shell tool families /mcp offers")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
+	}
+	tools, err := mcphost.ParseFamilies(*toolsFlag)
+	if err != nil {
+		return usageError{fmt.Errorf("--tools: %v", err)}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -149,6 +159,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		Auth:           store,
 		AllowAnonymous: *allowAnon,
 		AllowOrigins:   origins,
+		Tools:          tools,
 		Version:        version,
 		Logger:         logger,
 	})

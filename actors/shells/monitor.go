@@ -1,0 +1,243 @@
+package shells
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/termhost/termhost/agenttools"
+	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/integration"
+)
+
+// monitor watches one shell's output for lines that match its filter, and says once
+// when it ends; agenttools.Gate decides when a delivery goes.
+type monitor struct {
+	id, shell   string
+	description string
+	filter      *agenttools.Filter
+	gate        *agenttools.Gate
+	// ownsCommand: the monitor started the command it watches, and ends with it.
+	ownsCommand bool
+	command     string
+	persistent  bool
+	timeout     time.Duration
+	by          string
+	partial     string // the start of a line not yet ended
+	ended       bool
+	due, end    *time.Timer
+}
+
+func (m *monitor) stopTimers() {
+	if m.due != nil {
+		m.due.Stop()
+	}
+	if m.end != nil {
+		m.end.Stop()
+	}
+}
+
+// watch creates or rearms monitors.
+func (s *service) watch(ctx actor.Context, m *Watch) {
+	if m.Rearm {
+		s.rearm(ctx, m)
+		return
+	}
+	filter, err := agenttools.NewFilter(m.Filter)
+	if err != nil {
+		ctx.Respond(&Result{Err: err})
+		return
+	}
+	timeout := m.Timeout
+	if timeout <= 0 {
+		timeout = DefaultMonitorTimeout
+	}
+	if timeout > MaxMonitorTimeout {
+		timeout = MaxMonitorTimeout
+	}
+	var sh *shell
+	own := strings.TrimSpace(m.Command) != ""
+	if own {
+		if !m.Principal.Can(auth.GrantTerminalInput) {
+			ctx.Respond(&Result{Err: refused(m.Principal, auth.GrantTerminalInput)})
+			return
+		}
+		if sh, err = s.open(ctx, m.Caller, 0, 0); err != nil {
+			ctx.Respond(&Result{Err: err})
+			return
+		}
+	} else {
+		if m.ShellID == "" {
+			ctx.Respond(&Result{Err: errors.New("a monitor needs a command to run or the bash_id of a shell to watch")})
+			return
+		}
+		if !m.Principal.Can(auth.GrantTerminalOutput) {
+			ctx.Respond(&Result{Err: refused(m.Principal, auth.GrantTerminalOutput)})
+			return
+		}
+		if sh, err = s.find(m.Chat, m.ShellID); err != nil {
+			ctx.Respond(&Result{Err: err})
+			return
+		}
+		if sh.exited {
+			ctx.Respond(&Result{ShellID: sh.id, Err: fmt.Errorf("shell %s has exited: there is nothing to watch", sh.id)})
+			return
+		}
+	}
+	s.seq++
+	mon := &monitor{id: fmt.Sprintf("mon-%d", s.seq), shell: sh.id, description: m.Description, filter: filter,
+		gate: agenttools.NewGate(s.opts.Policy), ownsCommand: own, command: m.Command, persistent: m.Persistent, timeout: timeout, by: m.Principal.User}
+	s.monitors[mon.id] = mon
+	if !mon.persistent {
+		mon.end = s.after(ctx, timeout, &monitorEnd{id: mon.id})
+	}
+	if own {
+		c := &command{seq: s.seq, line: m.Command, family: m.Family, by: m.Principal.User, started: time.Now()}
+		sh.cmd = c
+		if sh.opened {
+			s.typeCommand(ctx, sh, c)
+		}
+	}
+	what := "the output of " + sh.id
+	if own {
+		what = fmt.Sprintf("`%s` in %s", firstLine(m.Command), sh.id)
+	}
+	ends := fmt.Sprintf("it ends after %s", timeout)
+	if mon.persistent {
+		ends = "it stays until its shell ends"
+	}
+	ctx.Respond(&Result{ShellID: sh.id, Terminal: sh.uri, MonitorID: mon.id, Running: true,
+		Status: fmt.Sprintf("[%s watches %s; matching lines and its end wake you; %s]", mon.id, what, ends)})
+}
+
+// rearm restarts a monitor's budget and unpauses it, and restarts its timeout.
+func (s *service) rearm(ctx actor.Context, m *Watch) {
+	var done []string
+	for _, mon := range s.monitors {
+		if mon.ended || (m.MonitorID != "" && mon.id != m.MonitorID) || (m.MonitorID == "" && mon.shell != m.ShellID) {
+			continue
+		}
+		mon.gate.Rearm()
+		if mon.end != nil {
+			mon.end.Stop()
+			mon.end = s.after(ctx, mon.timeout, &monitorEnd{id: mon.id})
+		}
+		done = append(done, mon.id)
+	}
+	if len(done) == 0 {
+		ctx.Respond(&Result{Err: errors.New("no running monitor matches: give the monitor_id or the bash_id it watches")})
+		return
+	}
+	ctx.Respond(&Result{MonitorID: strings.Join(done, ","), Status: fmt.Sprintf("[rearmed: %s]", strings.Join(done, ", "))})
+}
+
+// monitorOutput feeds a monitor the complete lines of what its shell printed.
+func (s *service) monitorOutput(ctx actor.Context, mon *monitor, data string) {
+	if mon.ended {
+		return
+	}
+	text := mon.partial + data
+	i := strings.LastIndexByte(text, '\n')
+	if i < 0 {
+		mon.partial = text
+		if len(mon.partial) > 64<<10 {
+			// A line that never ends is taken as it is rather than held without bound.
+			s.monitorLine(mon, mon.partial)
+			mon.partial = ""
+			s.schedule(ctx, mon)
+		}
+		return
+	}
+	mon.partial = text[i+1:]
+	for line := range strings.SplitSeq(text[:i], "\n") {
+		s.monitorLine(mon, line)
+	}
+	s.schedule(ctx, mon)
+}
+
+func (s *service) monitorLine(mon *monitor, raw string) {
+	line := strings.TrimRight(agenttools.Clean(raw), " \r")
+	if strings.Contains(line, integration.SentinelPrefix) {
+		return
+	}
+	if mon.ownsCommand && strings.TrimSpace(line) == strings.TrimSpace(mon.command) {
+		return // the shell echoing the command it was given
+	}
+	if mon.filter.Match(line) {
+		mon.gate.Line(time.Now(), line)
+	}
+}
+
+// schedule arms the monitor's timer for its next delivery.
+func (s *service) schedule(ctx actor.Context, mon *monitor) {
+	next, ok := mon.gate.Next()
+	if !ok {
+		return
+	}
+	if mon.due != nil {
+		mon.due.Stop()
+	}
+	mon.due = s.after(ctx, max(time.Until(next), 0), &monitorDue{id: mon.id})
+}
+
+// monitorDue sends a monitor's delivery when one is due.
+func (s *service) monitorDue(ctx actor.Context, id string) {
+	mon := s.monitors[id]
+	if mon == nil {
+		return
+	}
+	if d, ok := mon.gate.Take(time.Now()); ok {
+		sh := s.shells[mon.shell]
+		head := "Monitor " + mon.id
+		if mon.description != "" {
+			head += " (" + mon.description + ")"
+		}
+		head += " on " + mon.shell
+		if d.Exit {
+			head += " ended"
+		}
+		n := WakeNotice{ShellID: mon.shell, Monitor: mon.id, Text: head + ":\n" + d.Text, At: time.Now()}
+		if sh != nil {
+			n.Chat, n.Terminal = sh.chat, sh.uri
+		}
+		s.wake(ctx, n, mon.by)
+	}
+	if mon.gate.Done() {
+		mon.stopTimers()
+		delete(s.monitors, id)
+		return
+	}
+	s.schedule(ctx, mon)
+}
+
+// endMonitor gives a monitor its exit summary.
+func (s *service) endMonitor(ctx actor.Context, mon *monitor, summary string) {
+	if mon.ended {
+		return
+	}
+	if mon.partial != "" {
+		s.monitorLine(mon, mon.partial)
+		mon.partial = ""
+	}
+	mon.ended = true
+	if mon.end != nil {
+		mon.end.Stop()
+	}
+	mon.gate.Exit(time.Now(), summary)
+	s.schedule(ctx, mon)
+}
+
+// monitorTimedOut ends a monitor at its timeout; a command it started is ended too.
+func (s *service) monitorTimedOut(ctx actor.Context, id string) {
+	mon := s.monitors[id]
+	if mon == nil || mon.ended {
+		return
+	}
+	s.endMonitor(ctx, mon, fmt.Sprintf("timed out after %s", mon.timeout))
+	if sh := s.shells[mon.shell]; sh != nil && mon.ownsCommand && sh.cmd != nil {
+		s.interrupt(ctx, sh)
+	}
+}

@@ -1,0 +1,642 @@
+package shells
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/session"
+	"github.com/termhost/termhost/actors/terminal"
+	"github.com/termhost/termhost/agenttools"
+	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/persistence"
+	"github.com/termhost/termhost/pty"
+)
+
+// Options are what every session's service shares. Zero values mean the defaults named.
+type Options struct {
+	// Store keeps what a shell printed once it exits or is shut down; nil keeps nothing.
+	Store *persistence.Store
+	// DefaultShell is the shell a tool opens: $SHELL, else /bin/sh, when empty.
+	DefaultShell string
+	// Window is how long a command call waits before the command goes on in the
+	// background (60 s); PollWindow the same for a command that sleeps and polls (5 s).
+	Window, PollWindow time.Duration
+	// MaxShells is how many shells one session keeps (32): past it, the least
+	// recently used exited ones go.
+	MaxShells int
+	// LogChars is how much of each shell's output is held for bash_output (1,000,000).
+	LogChars int
+	// Policy is the monitors' delivery rules.
+	Policy agenttools.Policy
+	// Settle is how long a shell must be quiet before a write's answer says what it
+	// printed in reply (300 ms); SettleMax bounds that wait (3 s).
+	Settle, SettleMax time.Duration
+	// KillGrace is how long kill_bash waits after SIGTERM before SIGKILL (5 s).
+	KillGrace time.Duration
+	// DetectWait is how long a new pseudoterminal shell's first command waits for
+	// the shell to mark its prompt (2 s); past it, commands end by a sentinel.
+	DetectWait time.Duration
+	Logger     *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Window <= 0 {
+		o.Window = 60 * time.Second
+	}
+	if o.PollWindow <= 0 {
+		o.PollWindow = 5 * time.Second
+	}
+	if o.MaxShells <= 0 {
+		o.MaxShells = 32
+	}
+	if o.LogChars <= 0 {
+		o.LogChars = 1_000_000
+	}
+	if o.Settle <= 0 {
+		o.Settle = 300 * time.Millisecond
+	}
+	if o.SettleMax <= 0 {
+		o.SettleMax = 3 * time.Second
+	}
+	if o.KillGrace <= 0 {
+		o.KillGrace = 5 * time.Second
+	}
+	if o.DetectWait <= 0 {
+		o.DetectWait = 2 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Default monitor timeouts.
+const (
+	DefaultMonitorTimeout = 5 * time.Minute
+	MaxMonitorTimeout     = time.Hour
+)
+
+// Default size of a shell a tool opens.
+const (
+	DefaultCols = 120
+	DefaultRows = 40
+)
+
+// NewProps is the session's factory for its service (session.Config.ToolService).
+func NewProps(o Options) func(session.ToolServiceSpec) *actor.Props {
+	o = o.withDefaults()
+	return func(spec session.ToolServiceSpec) *actor.Props {
+		return actor.PropsFromProducer(func() actor.Actor {
+			return &service{opts: o, spec: spec, shells: map[string]*shell{}, sinks: map[Sink]string{}, monitors: map[string]*monitor{}}
+		})
+	}
+}
+
+// service is one session's shells.
+type service struct {
+	opts Options
+	spec session.ToolServiceSpec
+	self *actor.PID
+
+	shells   map[string]*shell
+	order    []string // shell ids, oldest first
+	monitors map[string]*monitor
+	seq      int // numbers commands and monitors
+	shellSeq int // numbers shells
+	// sinks are the attached agent connections, each with its chat.
+	sinks map[Sink]string
+	// unheard are wakes that came while no sink was attached, for the next to attach.
+	unheard []WakeNotice
+	closing bool
+	// writes are the outputs on their way to the store; the service's stop waits for
+	// them, so a host that shut down has kept what its shells printed.
+	writes sync.WaitGroup
+}
+
+// shell is one terminal a tool opened.
+type shell struct {
+	id, uri, chat string
+	opened        bool // listed: commands may be typed
+	isPty, marks  bool
+	cols, rows    int
+	cwd           string
+	lastUsed      time.Time
+	by            string // the person whose call opened it
+
+	log     strings.Builder // the output held for reads, from logStart on
+	logBase int             // bytes dropped from the front of log
+	readAt  int             // absolute offset of the last read's end
+
+	cmd    *command // the command running, nil when idle
+	last   *command // the newest command that ended
+	exited bool
+	exit   *int
+	kept   bool
+
+	// writer waits for the shell to quiet down after a write.
+	writer *settle
+}
+
+// command is one command typed into a shell.
+type command struct {
+	seq       int
+	line      string
+	family    Family
+	by        string
+	started   time.Time
+	sentinel  string
+	commandID string
+	typed     bool
+	raw       strings.Builder
+	done      bool
+	exit      *int
+	how       string // how it ended, when not by its own exit
+	// waiter is the call waiting for it, nil once answered.
+	waiter *actor.PID
+	timer  *time.Timer
+	// background: the command outlives its call (async, run_in_background, or past
+	// its wait); its end wakes the session. work is its background row's id.
+	background bool
+	work       string
+}
+
+// settle is a write waiting for the shell to answer.
+type settle struct {
+	waiter  *actor.PID
+	from    int // absolute log offset at the write
+	since   time.Time
+	lastOut time.Time
+	family  Family
+}
+
+// Messages the service sends itself from timers.
+type (
+	waitOver struct {
+		shell string
+		seq   int
+	}
+	deadlineOver struct {
+		shell string
+		seq   int
+	}
+	settleCheck struct{ shell string }
+	monitorDue  struct{ id string }
+	monitorEnd  struct{ id string }
+	hardKill    struct{ shell string }
+	detectOver  struct{ shell string }
+	// opened is a shell's terminal answering its create.
+	opened struct {
+		shell string
+		res   *terminal.CreateResult
+		err   error
+	}
+)
+
+// Receive handles the service's messages.
+func (s *service) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		s.self = ctx.Self()
+	case *Run:
+		s.acted(m.Chat)
+		s.run(ctx, m)
+	case *Read:
+		s.acted(m.Chat)
+		s.read(ctx, m)
+	case *Write:
+		s.acted(m.Chat)
+		s.write(ctx, m)
+	case *Resize:
+		s.acted(m.Chat)
+		s.resize(ctx, m)
+	case *Kill:
+		s.acted(m.Chat)
+		s.kill(ctx, m)
+	case *List:
+		ctx.Respond(&Result{Shells: s.list()})
+	case *Watch:
+		s.acted(m.Chat)
+		s.watch(ctx, m)
+	case *Stop:
+		s.acted(m.Chat)
+		s.stop(ctx, m)
+	case *session.StopBackgroundWork:
+		s.stopWork(ctx, m)
+	case *Attach:
+		s.attach(m)
+	case *Detach:
+		delete(s.sinks, m.Sink)
+	case *opened:
+		s.openedShell(ctx, m)
+	case *terminal.Event:
+		s.event(ctx, m)
+	case *waitOver:
+		s.waitOver(ctx, m)
+	case *deadlineOver:
+		s.deadlineOver(ctx, m)
+	case *settleCheck:
+		s.settleCheck(ctx, m)
+	case *monitorDue:
+		s.monitorDue(ctx, m.id)
+	case *monitorEnd:
+		s.monitorTimedOut(ctx, m.id)
+	case *detectOver:
+		if sh := s.shells[m.shell]; sh != nil {
+			s.ready(ctx, sh)
+		}
+	case *hardKill:
+		if sh := s.shells[m.shell]; sh != nil && !sh.exited {
+			ctx.Send(s.spec.Root, &terminal.Kill{URI: sh.uri})
+		}
+	case *actor.Stopping:
+		s.stopping(ctx)
+	}
+}
+
+// refused is the tool error for a grant the caller does not hold.
+func refused(p auth.Principal, grant string) error {
+	return errors.New(p.Refusal(grant))
+}
+
+// shellURI names a tool's shell after its chat and id.
+func shellURI(chat, id string) string {
+	return "ahp-terminal:/termhost-agent/" + url.PathEscape(chat) + "/" + id
+}
+
+// find resolves a shell id, or the chat's most recently used shell for "".
+func (s *service) find(chat, id string) (*shell, error) {
+	if id != "" {
+		if sh := s.shells[id]; sh != nil {
+			return sh, nil
+		}
+		return nil, fmt.Errorf("no shell %q in this session; list_bash lists them", id)
+	}
+	var best *shell
+	for _, sh := range s.shells {
+		if sh.chat == chat && (best == nil || sh.lastUsed.After(best.lastUsed)) {
+			best = sh
+		}
+	}
+	if best == nil {
+		return nil, errors.New("this chat has no shell yet: run a command with bash first")
+	}
+	return best, nil
+}
+
+// idleShell is the chat's most recently used shell that is open, alive and idle.
+func (s *service) idleShell(chat string) *shell {
+	var best *shell
+	for _, sh := range s.shells {
+		if sh.chat != chat || sh.exited || sh.cmd != nil || !sh.opened {
+			continue
+		}
+		if best == nil || sh.lastUsed.After(best.lastUsed) {
+			best = sh
+		}
+	}
+	return best
+}
+
+// open asks the root for a new shell of the chat; commands wait on it until listed.
+func (s *service) open(ctx actor.Context, c Caller, cols, rows int) (*shell, error) {
+	if !c.Principal.Can(auth.GrantTerminalCreate) {
+		return nil, refused(c.Principal, auth.GrantTerminalCreate)
+	}
+	if s.closing {
+		return nil, errors.New(session.ClosingHost)
+	}
+	if c.Chat == "" {
+		return nil, errors.New("this connection is bound to no chat")
+	}
+	s.prune(ctx)
+	if len(s.shells) >= s.opts.MaxShells {
+		return nil, fmt.Errorf("this session has %d shells open, its limit: end one with kill_bash or bash_shutdown", len(s.shells))
+	}
+	if cols <= 0 {
+		cols = DefaultCols
+	}
+	if rows <= 0 {
+		rows = DefaultRows
+	}
+	s.shellSeq++
+	id := "sh-" + strconv.Itoa(s.shellSeq)
+	sh := &shell{id: id, uri: shellURI(c.Chat, id), chat: c.Chat, cols: cols, rows: rows, lastUsed: time.Now(), by: c.Principal.User}
+	s.shells[id] = sh
+	s.order = append(s.order, id)
+	cwd := ""
+	if len(s.spec.WorkingDirectories) > 0 {
+		cwd = s.spec.WorkingDirectories[0]
+	}
+	sh.cwd = cwd
+	shellPath := s.opts.DefaultShell
+	if shellPath == "" {
+		shellPath = pty.DefaultShell()
+	}
+	create := &terminal.Create{
+		URI:     sh.uri,
+		Claim:   messages.Claim{Kind: messages.ClaimSession, Session: s.spec.Session, Chat: c.Chat, ToolCallID: c.ToolCallID},
+		Name:    "Agent shell " + id,
+		Cwd:     cwd,
+		Cols:    cols,
+		Rows:    rows,
+		Spec:    terminal.Spec{Shell: shellPath, PreventShellHistory: true, NonInteractive: true},
+		Watcher: ctx.Self(),
+	}
+	f := ctx.RequestFuture(s.spec.Root, create, channel.RequestTimeout)
+	ctx.ReenterAfter(f, func(res any, err error) {
+		cr, _ := res.(*terminal.CreateResult)
+		s.openedShell(ctx, &opened{shell: id, res: cr, err: err})
+	})
+	return sh, nil
+}
+
+// openedShell types the command waiting on a shell once it is listed, or fails it.
+func (s *service) openedShell(ctx actor.Context, m *opened) {
+	sh := s.shells[m.shell]
+	if sh == nil {
+		return
+	}
+	if m.err != nil || m.res == nil || m.res.Err != nil {
+		reason := "the shell did not start"
+		if m.res != nil && m.res.Err != nil {
+			reason = m.res.Err.Message
+		} else if m.err != nil {
+			reason = m.err.Error()
+		}
+		if c := sh.cmd; c != nil && c.waiter != nil {
+			ctx.Send(c.waiter, &Result{Err: errors.New(reason)})
+			c.waiter = nil
+		}
+		delete(s.shells, sh.id)
+		s.order = slices.DeleteFunc(s.order, func(id string) bool { return id == sh.id })
+		return
+	}
+	sh.isPty, sh.marks = m.res.IsPty, m.res.Detection
+	s.opts.Logger.Debug("agent shell opened", "session", s.spec.Session, "shell", sh.id, "pty", sh.isPty, "marks", sh.marks)
+	if sh.isPty && !sh.marks {
+		// A shell with integration marks its first prompt a moment after it first
+		// prints. A command typed before that would end by a sentinel line typed
+		// after it, which a command reading the terminal (read, a REPL) takes as its
+		// own input; so the first command waits for the marks, or for DetectWait.
+		s.after(ctx, s.opts.DetectWait, &detectOver{shell: sh.id})
+		return
+	}
+	s.ready(ctx, sh)
+}
+
+// ready lets commands into a shell, typing the one waiting.
+func (s *service) ready(ctx actor.Context, sh *shell) {
+	if sh.opened {
+		return
+	}
+	sh.opened = true
+	s.opts.Logger.Debug("agent shell ready", "session", s.spec.Session, "shell", sh.id, "marks", sh.marks, "waiting", sh.cmd != nil)
+	if sh.cmd != nil {
+		s.typeCommand(ctx, sh, sh.cmd)
+	}
+}
+
+// prune lets the least recently used exited shells go while the session is at its limit.
+func (s *service) prune(ctx actor.Context) {
+	for len(s.shells) >= s.opts.MaxShells {
+		var oldest *shell
+		for _, sh := range s.shells {
+			if sh.exited && (oldest == nil || sh.lastUsed.Before(oldest.lastUsed)) {
+				oldest = sh
+			}
+		}
+		if oldest == nil {
+			return
+		}
+		s.forget(ctx, oldest)
+	}
+}
+
+// forget disposes a shell's terminal (its output kept first) and drops it.
+func (s *service) forget(ctx actor.Context, sh *shell) {
+	s.keep(ctx, sh)
+	ctx.Request(s.spec.Root, &terminal.Dispose{URI: sh.uri})
+	for id, m := range s.monitors {
+		if m.shell == sh.id {
+			s.endMonitor(ctx, m, "its shell was shut down")
+			delete(s.monitors, id)
+		}
+	}
+	delete(s.shells, sh.id)
+	s.order = slices.DeleteFunc(s.order, func(id string) bool { return id == sh.id })
+}
+
+// keep puts what the shell printed in the store, once, off the mailbox.
+func (s *service) keep(ctx actor.Context, sh *shell) {
+	store := s.opts.Store
+	if store == nil || sh.kept || !sh.opened {
+		return
+	}
+	sh.kept = true
+	f := ctx.RequestFuture(s.spec.Root, &terminal.SnapshotQuery{URI: sh.uri}, channel.RequestTimeout)
+	rec := persistence.RetainedTerminal{URI: sh.uri, Title: "Agent shell " + sh.id, ExitCode: sh.exit, IsPty: sh.isPty,
+		Session: s.spec.Session, Chat: sh.chat, ToolCallID: sh.id}
+	sessionURI, logger := s.spec.Session, s.opts.Logger
+	s.writes.Add(1)
+	go func() {
+		defer s.writes.Done()
+		res, err := f.Result()
+		st, _ := res.(*messages.TerminalState)
+		if err != nil || st == nil {
+			return
+		}
+		rec.Output, rec.Saved = st.Text(), time.Now()
+		if err := store.SaveTerminal(sessionURI, rec.Chat, rec.ToolCallID, rec); err != nil {
+			logger.Warn("an agent shell's output was not kept", "session", sessionURI, "terminal", rec.URI, "err", err)
+		}
+	}()
+}
+
+// list is every shell of the session, oldest first.
+func (s *service) list() []ShellInfo {
+	out := make([]ShellInfo, 0, len(s.order))
+	for _, id := range s.order {
+		sh := s.shells[id]
+		info := ShellInfo{ID: sh.id, Terminal: sh.uri, Chat: sh.chat, Running: sh.cmd != nil, Exited: sh.exited, ExitCode: sh.exit,
+			Cwd: sh.cwd, Cols: sh.cols, Rows: sh.rows}
+		if sh.cmd != nil {
+			info.Command = sh.cmd.line
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// status is one line on where a shell stands.
+func (s *service) status(sh *shell) string {
+	switch {
+	case sh.exited && sh.exit != nil:
+		return fmt.Sprintf("[%s: the shell exited with code %d]", sh.id, *sh.exit)
+	case sh.exited:
+		return fmt.Sprintf("[%s: the shell exited]", sh.id)
+	case sh.cmd != nil:
+		return fmt.Sprintf("[%s: running `%s` for %s]", sh.id, firstLine(sh.cmd.line), time.Since(sh.cmd.started).Round(time.Second))
+	case sh.last != nil && sh.last.exit != nil:
+		return fmt.Sprintf("[%s: idle; `%s` exited with code %d]", sh.id, firstLine(sh.last.line), *sh.last.exit)
+	default:
+		return fmt.Sprintf("[%s: idle]", sh.id)
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(line); len(r) > 80 {
+		line = string(r[:79]) + "…"
+	}
+	return line
+}
+
+// event reads a shell's terminal as a client does.
+func (s *service) event(ctx actor.Context, m *terminal.Event) {
+	var sh *shell
+	for _, x := range s.shells {
+		if x.uri == m.URI {
+			sh = x
+			break
+		}
+	}
+	if sh == nil {
+		return
+	}
+	a := m.Action
+	switch a.Type {
+	case messages.TerminalData:
+		if a.Data == nil {
+			return
+		}
+		s.output(ctx, sh, *a.Data)
+	case messages.TerminalCommandDetectionAvailable:
+		// A command already typed with its sentinel still ends by it; the next ones
+		// end at the marks.
+		if sh.cmd == nil || !sh.cmd.typed {
+			sh.marks = true
+		}
+		s.ready(ctx, sh)
+	case messages.TerminalCommandExecuted:
+		if c := sh.cmd; c != nil && sh.marks && c.typed && c.sentinel == "" && c.commandID == "" {
+			c.commandID = a.CommandID
+			c.raw.Reset()
+		}
+	case messages.TerminalCommandFinished:
+		if c := sh.cmd; c != nil && c.commandID != "" && a.CommandID == c.commandID {
+			code := 0
+			if a.ExitCode != nil {
+				code = *a.ExitCode
+			}
+			s.ended(ctx, sh, &code, "")
+		}
+	case messages.TerminalCwdChanged:
+		if a.Cwd != nil && *a.Cwd != "" {
+			sh.cwd = *a.Cwd
+		}
+	case messages.TerminalResized:
+		if a.Cols != nil && a.Rows != nil {
+			sh.cols, sh.rows = *a.Cols, *a.Rows
+		}
+	case messages.TerminalExited:
+		sh.exited = true
+		sh.exit = a.ExitCode
+		if sh.cmd != nil {
+			s.ended(ctx, sh, a.ExitCode, "the shell exited")
+		}
+		for _, mon := range s.monitors {
+			if mon.shell == sh.id {
+				s.endMonitor(ctx, mon, s.status(sh))
+			}
+		}
+		s.keep(ctx, sh)
+	}
+}
+
+// output holds what a shell printed for reads, its command and its monitors.
+func (s *service) output(ctx actor.Context, sh *shell, data string) {
+	sh.log.WriteString(data)
+	if over := sh.log.Len() - s.opts.LogChars; over > sh.log.Len()/4 && over > 0 {
+		// Trim in steps, not per write: a flood would otherwise copy the log each time.
+		rest := sh.log.String()[over:]
+		sh.log.Reset()
+		sh.log.WriteString(rest)
+		sh.logBase += over
+	}
+	if sh.writer != nil {
+		sh.writer.lastOut = time.Now()
+	}
+	if c := sh.cmd; c != nil && c.typed {
+		c.raw.WriteString(data)
+		if c.sentinel != "" {
+			if code, ok := integrationSentinel(c.raw.String(), c.sentinel); ok {
+				s.ended(ctx, sh, &code, "")
+			}
+		}
+	}
+	for _, mon := range s.monitors {
+		if mon.shell == sh.id {
+			s.monitorOutput(ctx, mon, data)
+		}
+	}
+}
+
+// logSince is the held output from absolute offset from on, and the offset of its end.
+func (sh *shell) logSince(from int) (string, int) {
+	end := sh.logBase + sh.log.Len()
+	if from < sh.logBase {
+		from = sh.logBase
+	}
+	return sh.log.String()[from-sh.logBase:], end
+}
+
+// shape shapes text for the family that asked.
+func shape(f Family, raw string) string {
+	if f == HostFamily {
+		return agenttools.HostOutput(raw)
+	}
+	return agenttools.ForModel(raw, 0, 0)
+}
+
+// stopping ends the session's shells with it: each is kept and disposed.
+func (s *service) stopping(ctx actor.Context) {
+	s.closing = true
+	for _, sh := range s.shells {
+		if c := sh.cmd; c != nil && c.waiter != nil {
+			ctx.Send(c.waiter, &Result{ShellID: sh.id, Err: errors.New("the session ended")})
+			c.waiter = nil
+		}
+		if c := sh.cmd; c != nil && c.timer != nil {
+			c.timer.Stop()
+		}
+		s.keep(ctx, sh)
+		ctx.Send(s.spec.Root, &terminal.Dispose{URI: sh.uri})
+	}
+	for _, m := range s.monitors {
+		m.stopTimers()
+	}
+	kept := make(chan struct{})
+	go func() { s.writes.Wait(); close(kept) }()
+	select {
+	case <-kept:
+	case <-time.After(2 * channel.RequestTimeout):
+		s.opts.Logger.Warn("an agent shell's output was still being kept when its session stopped", "session", s.spec.Session)
+	}
+}
+
+// after sends msg to the service after d.
+func (s *service) after(ctx actor.Context, d time.Duration, msg any) *time.Timer {
+	self, system := s.self, ctx.ActorSystem()
+	return time.AfterFunc(d, func() { system.Root.Send(self, msg) })
+}

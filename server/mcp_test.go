@@ -1,0 +1,446 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/termhost/termhost/actors/shells"
+	"github.com/termhost/termhost/agenttools"
+	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/server"
+)
+
+// withShells changes the agent shells' options (windows, delivery rules) for a test.
+func withShells(change func(*shells.Options)) hostOption {
+	return func(c *server.Config) { change(&c.Shells) }
+}
+
+// agent is a real MCP client from the SDK, connected to the host's /mcp.
+type agent struct {
+	t  *testing.T
+	cs *sdk.ClientSession
+
+	mu      sync.Mutex
+	logs    []string // the text of every wake logged to it
+	updated []string // the resources it was told changed
+	changed chan struct{}
+}
+
+// mcpAgent connects an MCP client with token to /mcp?query.
+func (h *testHost) mcpAgent(token, query string) *agent {
+	h.t.Helper()
+	a := &agent{t: h.t, changed: make(chan struct{}, 1)}
+	c := sdk.NewClient(&sdk.Implementation{Name: "termhost-test-agent", Version: "1"}, &sdk.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, req *sdk.LoggingMessageRequest) {
+			data, _ := req.Params.Data.(map[string]any)
+			text, _ := data["text"].(string)
+			a.note(func() { a.logs = append(a.logs, text) })
+		},
+		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
+			a.note(func() { a.updated = append(a.updated, req.Params.URI) })
+		},
+	})
+	url := "http://" + h.addr + "/mcp"
+	if query != "" {
+		url += "?" + query
+	}
+	transport := &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	cs, err := c.Connect(ctx, transport, nil)
+	if err != nil {
+		h.t.Fatalf("MCP connect: %v", err)
+	}
+	h.t.Cleanup(func() { _ = cs.Close() })
+	if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
+		h.t.Fatalf("logging/setLevel: %v", err)
+	}
+	a.cs = cs
+	return a
+}
+
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (a *agent) note(change func()) {
+	a.mu.Lock()
+	change()
+	a.mu.Unlock()
+	select {
+	case a.changed <- struct{}{}:
+	default:
+	}
+}
+
+// toolResult is a tool's answer as an agent reads it.
+type toolResult struct {
+	text       string
+	latest     string // in until: the last answer's text alone (text is all of them)
+	isError    bool
+	structured map[string]any
+}
+
+func (r toolResult) shellID() string { s, _ := r.structured["shell_id"].(string); return s }
+func (r toolResult) running() bool   { b, _ := r.structured["running"].(bool); return b }
+func (r toolResult) exitCode() (int, bool) {
+	f, ok := r.structured["exit_code"].(float64)
+	return int(f), ok
+}
+
+// call calls a tool and fails the test on a protocol error (a tool error is an answer).
+func (a *agent) call(name string, args map[string]any) toolResult {
+	a.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+	defer cancel()
+	res, err := a.cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		a.t.Fatalf("%s %v: %v", name, args, err)
+	}
+	var text strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	out := toolResult{text: text.String(), isError: res.IsError}
+	if res.StructuredContent != nil {
+		raw, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(raw, &out.structured)
+	}
+	return out
+}
+
+// until calls a tool until its answer satisfies ok, within the wait deadline.
+func (a *agent) until(name string, args map[string]any, ok func(toolResult) bool) toolResult {
+	a.t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	var all strings.Builder
+	for {
+		r := a.call(name, args)
+		all.WriteString(r.text)
+		r.latest, r.text = r.text, all.String()
+		if ok(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			a.t.Fatalf("%s %v never answered as expected; its last answer (error %v, structured %v):\n%s\nthe end of everything it said:\n%s",
+				name, args, r.isError, r.structured, r.latest, lastOf(r.text, 3000))
+		}
+		// Ask again once the shell has had a moment to print; the deadline bounds it.
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func lastOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// waitLogs waits until the wakes logged to the agent satisfy ok.
+func (a *agent) waitLogs(what string, ok func([]string) bool) []string {
+	a.t.Helper()
+	deadline := time.After(waitTimeout)
+	for {
+		a.mu.Lock()
+		logs := append([]string(nil), a.logs...)
+		a.mu.Unlock()
+		if ok(logs) {
+			return logs
+		}
+		select {
+		case <-a.changed:
+		case <-deadline:
+			a.t.Fatalf("no %s; the wakes were:\n%s", what, strings.Join(logs, "\n---\n"))
+		}
+	}
+}
+
+func ptyHost(t *testing.T, opts ...hostOption) *testHost {
+	t.Helper()
+	if !ptyAvailable() {
+		t.Skip("no pseudoterminal on this machine")
+	}
+	return startHost(t, append(opts, withPty(true))...)
+}
+
+func TestMCPShellKeepsDirectoryAndEnvironmentBetweenCalls(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m terminalMode) {
+		h := m.host(t)
+		a := h.mcpAgent(h.owner, "")
+		dir := t.TempDir()
+		first := a.call("bash", map[string]any{"command": "cd " + dir + " && export TERMHOST_TOOL_VAR=kept"})
+		if first.isError {
+			t.Fatalf("bash failed: %s", first.text)
+		}
+		if code, ok := first.exitCode(); !ok || code != 0 {
+			t.Fatalf("the first command's exit code = %v, %v; want 0 (%s)", code, ok, first.text)
+		}
+		second := a.call("bash", map[string]any{"command": "pwd; echo var=$TERMHOST_TOOL_VAR"})
+		if !strings.Contains(second.text, dir) || !strings.Contains(second.text, "var=kept") {
+			t.Fatalf("the shell forgot its directory or environment:\n%s", second.text)
+		}
+		if second.shellID() != first.shellID() {
+			t.Fatalf("the second call ran in %s, not the chat's shell %s", second.shellID(), first.shellID())
+		}
+		failed := a.call("bash", map[string]any{"command": "false"})
+		if code, ok := failed.exitCode(); !ok || code != 1 {
+			t.Fatalf("false exited %v, %v; want 1", code, ok)
+		}
+	})
+}
+
+func TestMCPBusyShellOpensAnother(t *testing.T) {
+	h := ptyHost(t)
+	a := h.mcpAgent(h.owner, "")
+	bg := a.call("bash", map[string]any{"command": "sleep 30", "mode": "async"})
+	if bg.isError || !bg.running() || bg.shellID() == "" {
+		t.Fatalf("async bash: %+v", bg)
+	}
+	next := a.call("bash", map[string]any{"command": "echo second"})
+	if next.shellID() == bg.shellID() {
+		t.Fatalf("a command ran in busy shell %s", bg.shellID())
+	}
+	if !strings.Contains(next.text, "second") {
+		t.Fatalf("the second shell's output: %q", next.text)
+	}
+	list := a.call("list_bash", map[string]any{})
+	if !strings.Contains(list.text, bg.shellID()+": running `sleep 30`") {
+		t.Fatalf("list_bash does not show the busy shell:\n%s", list.text)
+	}
+	killed := a.call("kill_bash", map[string]any{"bash_id": "all"})
+	if killed.isError {
+		t.Fatalf("kill_bash all: %s", killed.text)
+	}
+	a.until("list_bash", map[string]any{}, func(r toolResult) bool {
+		return strings.Count(r.latest, ": exited") >= 2 && !strings.Contains(r.latest, "running")
+	})
+}
+
+func TestMCPSyncTimeoutAnswersWhatWasPrintedAndTheCommandGoesOn(t *testing.T) {
+	h := ptyHost(t)
+	a := h.mcpAgent(h.owner, "tools=host")
+	marker := t.TempDir() + "/go-on"
+	r := a.call("bash", map[string]any{"command": "echo first; while [ ! -e " + marker + " ]; do sleep 0.05; done; echo second", "timeout": 300})
+	if !r.running() || !strings.Contains(r.text, "first") || strings.Contains(r.text, "second") {
+		t.Fatalf("a sync call past its timeout answered:\n%s", r.text)
+	}
+	// The shell is still busy: the next command opens another, which lets the first go on.
+	other := a.call("bash", map[string]any{"command": "touch " + marker})
+	if other.shellID() == r.shellID() {
+		t.Fatal("a command was typed into the shell that is still running one")
+	}
+	a.until("read_bash", map[string]any{"shell_id": r.shellID()}, func(r toolResult) bool {
+		return strings.Contains(r.text, "second") && strings.Contains(r.text, "idle")
+	})
+}
+
+func TestMCPAsyncShowsBackgroundWorkAndWakesWithTheExitCode(t *testing.T) {
+	h := ptyHost(t)
+	a := h.mcpAgent(h.owner, "tools=host")
+	first := a.call("list_bash", map[string]any{})
+	_ = first
+	// An AHP client watches the session the MCP connection made.
+	c := h.dial("watcher")
+	sessions := c.mustRequest("listSessions", map[string]any{})
+	var listed struct {
+		Items []struct {
+			Resource string `json:"resource"`
+		} `json:"items"`
+	}
+	_ = json.Unmarshal(sessions, &listed)
+	if len(listed.Items) != 1 {
+		t.Fatalf("listSessions after an MCP connect: %s", sessions)
+	}
+	chat := listed.Items[0].Resource + "/chat"
+	if _, err := c.Subscribe(c.ctx(), chat); err != nil {
+		t.Fatalf("subscribe to the chat: %v", err)
+	}
+	marker := t.TempDir() + "/done"
+	bg := a.call("bash", map[string]any{"command": "while [ ! -e " + marker + " ]; do sleep 0.05; done; echo finished; exit 3", "mode": "async"})
+	if !bg.running() {
+		t.Fatalf("async answered: %+v", bg)
+	}
+	set := c.waitAction(chat, "chat/backgroundWorkSet")
+	if !strings.Contains(string(set.Action), bg.shellID()) {
+		t.Fatalf("the background row does not name the shell: %s", set.Action)
+	}
+	a.call("bash", map[string]any{"command": "touch " + marker})
+	c.waitAction(chat, "chat/backgroundWorkRemoved")
+	started := c.waitAction(chat, "chat/turnStarted")
+	var ts struct {
+		Message struct {
+			Text   string `json:"text"`
+			Origin struct {
+				Kind string `json:"kind"`
+			} `json:"origin"`
+		} `json:"message"`
+	}
+	_ = json.Unmarshal(started.Action, &ts)
+	if ts.Message.Origin.Kind != "systemNotification" || !strings.Contains(ts.Message.Text, "exit code 3") {
+		t.Fatalf("the wake turn: %s", started.Action)
+	}
+	a.waitLogs("wake naming exit code 3", func(logs []string) bool {
+		return len(logs) > 0 && strings.Contains(logs[len(logs)-1], "exit code 3")
+	})
+	next := a.call("list_bash", map[string]any{})
+	if !strings.Contains(next.text, "exit code 3") || !strings.Contains(next.text, "finished") {
+		t.Fatalf("the next tool result does not carry the wake:\n%s", next.text)
+	}
+}
+
+func TestMCPCommandDetachesAfterItsWindow(t *testing.T) {
+	h := ptyHost(t, withShells(func(o *shells.Options) { o.Window = 500 * time.Millisecond }))
+	a := h.mcpAgent(h.owner, "tools=pty")
+	marker := t.TempDir() + "/go-on"
+	r := a.call("bash", map[string]any{"command": "echo before; while [ ! -e " + marker + " ]; do sleep 0.05; done; echo after"})
+	if !r.running() || !strings.Contains(r.text, "background") {
+		t.Fatalf("a command past its window answered:\n%s", r.text)
+	}
+	other := a.call("bash", map[string]any{"command": "touch " + marker})
+	if other.isError {
+		t.Fatal(other.text)
+	}
+	a.until("bash_output", map[string]any{"bash_id": r.shellID()}, func(r toolResult) bool {
+		return strings.Contains(r.text, "after")
+	})
+	a.waitLogs("completion wake", func(logs []string) bool {
+		for _, l := range logs {
+			if strings.Contains(l, "ended with exit code 0") && strings.Contains(l, "after") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func TestMCPInputKeysDriveAnInteractiveProgram(t *testing.T) {
+	h := ptyHost(t)
+	a := h.mcpAgent(h.owner, "tools=pty")
+	r := a.call("bash", map[string]any{"command": "read -p 'name? ' n; echo hello-$n", "run_in_background": true})
+	// The prompt, not the echo of the command line that carries the same words.
+	a.until("bash_output", map[string]any{"bash_id": r.shellID()}, func(r toolResult) bool { return strings.Contains(r.text, "\nname? ") })
+	answer := a.call("bash_input", map[string]any{"bash_id": r.shellID(), "input": "bob", "keys": []string{"enter"}})
+	if answer.isError {
+		t.Fatal(answer.text)
+	}
+	// What the program printed in reply comes back with the input, or on the next read.
+	if !strings.Contains(answer.text, "hello-bob") {
+		a.until("bash_output", map[string]any{"bash_id": r.shellID()}, func(r toolResult) bool { return strings.Contains(r.text, "hello-bob") })
+	}
+
+	loop := a.call("bash", map[string]any{"command": "while true; do echo tick; sleep 0.1; done", "run_in_background": true})
+	a.until("bash_output", map[string]any{"bash_id": loop.shellID()}, func(r toolResult) bool { return strings.Contains(r.text, "tick") })
+	a.call("bash_input", map[string]any{"bash_id": loop.shellID(), "keys": []string{"ctrl+c"}})
+	a.until("bash_output", map[string]any{"bash_id": loop.shellID()}, func(r toolResult) bool { return strings.Contains(r.text, "idle") })
+
+	bad := a.call("bash_input", map[string]any{"bash_id": loop.shellID(), "keys": []string{"hyper+q"}})
+	if !bad.isError || !strings.Contains(bad.text, "hyper+q") {
+		t.Fatalf("an unknown key was not refused by name: %+v", bad)
+	}
+}
+
+func TestMCPResizeChangesSttySize(t *testing.T) {
+	h := ptyHost(t)
+	a := h.mcpAgent(h.owner, "tools=pty")
+	r := a.call("bash", map[string]any{"command": "stty size"})
+	if !strings.Contains(r.text, fmt.Sprintf("%d %d", shells.DefaultRows, shells.DefaultCols)) {
+		t.Fatalf("a new shell's size: %q", r.text)
+	}
+	if res := a.call("bash_resize", map[string]any{"bash_id": r.shellID(), "cols": 100, "rows": 50}); res.isError {
+		t.Fatal(res.text)
+	}
+	after := a.call("bash", map[string]any{"command": "stty size"})
+	if !strings.Contains(after.text, "50 100") {
+		t.Fatalf("stty size after bash_resize: %q", after.text)
+	}
+}
+
+func TestMCPMonitorDeliversMatchingLinesUnderItsRules(t *testing.T) {
+	h := ptyHost(t, withShells(func(o *shells.Options) {
+		o.Policy = agenttools.Policy{Coalesce: 100 * time.Millisecond, MinGap: 300 * time.Millisecond, MaxLines: 50, MaxChars: 4096, Budget: 3}
+	}))
+	a := h.mcpAgent(h.owner, "tools=pty")
+	marker := t.TempDir() + "/stop"
+	cmd := "i=0; while [ ! -e " + marker + " ]; do i=$((i+1)); echo match $i; echo noise $i; sleep 0.02; done; echo match last"
+	r := a.call("monitor", map[string]any{"action": "create", "command": cmd, "filter": "^match", "description": "counting"})
+	if r.isError {
+		t.Fatal(r.text)
+	}
+	// Three wakes in a row without a call from the agent spend the budget: lines pause.
+	logs := a.waitLogs("three deliveries", func(logs []string) bool { return len(logs) >= 3 })
+	for _, l := range logs[:3] {
+		if strings.Contains(l, "noise") || !strings.Contains(l, "match") || !strings.Contains(l, "counting") {
+			t.Fatalf("a delivery carried lines the filter refuses, or none:\n%s", l)
+		}
+		if n := strings.Count(l, "\nmatch"); n > 50 {
+			t.Fatalf("a delivery carried %d lines", n)
+		}
+	}
+	// End it; its exit summary always arrives, paused or not, and once.
+	a.call("bash", map[string]any{"command": "touch " + marker})
+	logs = a.waitLogs("exit summary", func(logs []string) bool {
+		return strings.Contains(logs[len(logs)-1], "ended")
+	})
+	summaries := 0
+	for _, l := range logs {
+		if strings.Contains(l, r.structured["monitor_id"].(string)+" (counting) on") && strings.Contains(l, "ended") {
+			summaries++
+		}
+	}
+	if summaries != 1 {
+		t.Fatalf("%d exit summaries:\n%s", summaries, strings.Join(logs, "\n---\n"))
+	}
+}
+
+func TestMCPRefusedGrantIsAToolErrorAndRunsNothing(t *testing.T) {
+	h := ptyHost(t)
+	guest, err := h.store.AddToken("visitor", auth.RoleGuest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := h.mcpAgent(guest, "tools=host")
+	r := a.call("bash", map[string]any{"command": "touch /tmp/never"})
+	if !r.isError || !strings.Contains(r.text, "terminal:") {
+		t.Fatalf("a guest's bash answered: %+v", r)
+	}
+	if rows := rootTerminals(t, h, "watcher"); len(rows) != 0 {
+		t.Fatalf("a refused call opened a terminal: %+v", rows)
+	}
+}
+
+func TestMCPShellIsOnTheRootListAndTypingThereReachesIt(t *testing.T) {
+	h := ptyHost(t)
+	a := h.mcpAgent(h.owner, "tools=host")
+	r := a.call("bash", map[string]any{"command": "echo ready"})
+	uri, _ := r.structured["terminal"].(string)
+	row := findRow(rootTerminals(t, h, "lister"), uri)
+	if row == nil || row.Claim.Kind != messages.ClaimSession || row.Claim.Chat == "" {
+		t.Fatalf("the tool shell %s is not on the root list claimed by its session and chat: %+v", uri, row)
+	}
+	c := h.dial("person")
+	if _, err := c.Subscribe(c.ctx(), uri); err != nil {
+		t.Fatal(err)
+	}
+	c.input(uri, "export FROM_A_PERSON=hello\r")
+	c.waitOutput(uri, "FROM_A_PERSON=hello")
+	got := a.until("bash", map[string]any{"command": "echo person-said-$FROM_A_PERSON"}, func(r toolResult) bool {
+		return strings.Contains(r.text, "person-said-hello")
+	})
+	_ = got
+}
