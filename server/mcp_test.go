@@ -444,3 +444,31 @@ func TestMCPShellIsOnTheRootListAndTypingThereReachesIt(t *testing.T) {
 	})
 	_ = got
 }
+
+func TestMCPShutdownTakesTheShellOffTheListAndItsOutputStaysReadable(t *testing.T) {
+	h := ptyHost(t)
+	a := h.mcpAgent(h.owner, "tools=host")
+	r := a.call("bash", map[string]any{"command": "echo before-shutdown"})
+	uri, _ := r.structured["terminal"].(string)
+	if findRow(rootTerminals(t, h, "lister-1"), uri) == nil {
+		t.Fatalf("the tool shell %s is not listed", uri)
+	}
+	if res := a.call("bash_shutdown", map[string]any{"shell_id": r.shellID()}); res.isError {
+		t.Fatal(res.text)
+	}
+	if findRow(rootTerminals(t, h, "lister-2"), uri) != nil {
+		t.Fatalf("the shell %s is still listed after bash_shutdown answered", uri)
+	}
+	kept := a.call("read_bash", map[string]any{"shell_id": r.shellID()})
+	if kept.isError || !strings.Contains(kept.text, "shut down") {
+		t.Fatalf("read_bash after bash_shutdown: %+v", kept)
+	}
+	if w := a.call("write_bash", map[string]any{"shell_id": r.shellID(), "command": "echo x"}); !w.isError {
+		t.Fatalf("a shut-down shell took input: %+v", w)
+	}
+	// The next command opens a new shell.
+	next := a.call("bash", map[string]any{"command": "echo after"})
+	if next.shellID() == r.shellID() || !strings.Contains(next.text, "after") {
+		t.Fatalf("after shutdown: %+v", next)
+	}
+}

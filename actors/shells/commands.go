@@ -289,7 +289,7 @@ func (s *service) write(ctx actor.Context, m *Write) {
 		return
 	}
 	if sh.exited {
-		ctx.Respond(&Result{ShellID: sh.id, Err: fmt.Errorf("shell %s has exited; nothing can be typed into it", sh.id)})
+		ctx.Respond(&Result{ShellID: sh.id, Err: fmt.Errorf("shell %s has ended; nothing can be typed into it", sh.id)})
 		return
 	}
 	data := m.Text
@@ -366,6 +366,10 @@ func (s *service) resize(ctx actor.Context, m *Resize) {
 		ctx.Respond(&Result{Err: err})
 		return
 	}
+	if sh.exited {
+		ctx.Respond(&Result{ShellID: sh.id, Err: fmt.Errorf("shell %s has ended", sh.id)})
+		return
+	}
 	s.resizeShell(ctx, sh, m.Cols, m.Rows)
 	r := s.readResult(sh, "")
 	r.Status = fmt.Sprintf("[%s: resized to %d×%d]", sh.id, m.Cols, m.Rows)
@@ -407,13 +411,17 @@ func (s *service) kill(ctx actor.Context, m *Kill) {
 		targets = []*shell{sh}
 	}
 	var names []string
+	var disposing []*actor.Future
 	for _, sh := range targets {
+		if sh.gone {
+			continue
+		}
 		names = append(names, sh.id)
 		if m.Dispose {
 			if sh.cmd != nil {
 				s.ended(ctx, sh, nil, "the shell was shut down")
 			}
-			s.forget(ctx, sh)
+			disposing = append(disposing, s.forget(ctx, sh))
 			continue
 		}
 		if sh.exited {
@@ -434,7 +442,18 @@ func (s *service) kill(ctx actor.Context, m *Kill) {
 	if len(targets) == 1 {
 		r.ShellID, r.Terminal = targets[0].id, targets[0].uri
 	}
-	ctx.Respond(r)
+	if len(disposing) == 0 {
+		ctx.Respond(r)
+		return
+	}
+	// The answer waits until the shells are off the list, as a client's dispose does.
+	sender, system := ctx.Sender(), ctx.ActorSystem()
+	go func() {
+		for _, f := range disposing {
+			_, _ = f.Result()
+		}
+		system.Root.Send(sender, r)
+	}()
 }
 
 // stop interrupts a shell's command.

@@ -17,6 +17,7 @@ import (
 // when it ends; agenttools.Gate decides when a delivery goes.
 type monitor struct {
 	id, shell   string
+	chat        string
 	description string
 	filter      *agenttools.Filter
 	gate        *agenttools.Gate
@@ -88,7 +89,7 @@ func (s *service) watch(ctx actor.Context, m *Watch) {
 		}
 	}
 	s.seq++
-	mon := &monitor{id: fmt.Sprintf("mon-%d", s.seq), shell: sh.id, description: m.Description, filter: filter,
+	mon := &monitor{id: fmt.Sprintf("mon-%d", s.seq), shell: sh.id, chat: sh.chat, description: m.Description, filter: filter,
 		gate: agenttools.NewGate(s.opts.Policy), ownsCommand: own, command: m.Command, persistent: m.Persistent, timeout: timeout, by: m.Principal.User}
 	s.monitors[mon.id] = mon
 	if !mon.persistent {
@@ -199,9 +200,9 @@ func (s *service) monitorDue(ctx actor.Context, id string) {
 		if d.Exit {
 			head += " ended"
 		}
-		n := WakeNotice{ShellID: mon.shell, Monitor: mon.id, Text: head + ":\n" + d.Text, At: time.Now()}
+		n := WakeNotice{Chat: mon.chat, ShellID: mon.shell, Monitor: mon.id, Text: head + ":\n" + d.Text, At: time.Now()}
 		if sh != nil {
-			n.Chat, n.Terminal = sh.chat, sh.uri
+			n.Terminal = sh.uri
 		}
 		s.wake(ctx, n, mon.by)
 	}

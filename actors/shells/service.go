@@ -98,7 +98,7 @@ func NewProps(o Options) func(session.ToolServiceSpec) *actor.Props {
 	o = o.withDefaults()
 	return func(spec session.ToolServiceSpec) *actor.Props {
 		return actor.PropsFromProducer(func() actor.Actor {
-			return &service{opts: o, spec: spec, shells: map[string]*shell{}, sinks: map[Sink]string{}, monitors: map[string]*monitor{}}
+			return &service{opts: o, spec: spec, shells: map[string]*shell{}, gone: map[string]*shell{}, sinks: map[Sink]string{}, monitors: map[string]*monitor{}}
 		})
 	}
 }
@@ -111,6 +111,9 @@ type service struct {
 
 	shells   map[string]*shell
 	order    []string // shell ids, oldest first
+	// gone are shells shut down or pruned, held for calls that still name them.
+	gone      map[string]*shell
+	goneOrder []string
 	monitors map[string]*monitor
 	seq      int // numbers commands and monitors
 	shellSeq int // numbers shells
@@ -143,6 +146,7 @@ type shell struct {
 	exited bool
 	exit   *int
 	kept   bool
+	gone   bool // shut down: off the list, its output still readable
 
 	// writer waits for the shell to quiet down after a write.
 	writer *settle
@@ -278,6 +282,9 @@ func shellURI(chat, id string) string {
 func (s *service) find(chat, id string) (*shell, error) {
 	if id != "" {
 		if sh := s.shells[id]; sh != nil {
+			return sh, nil
+		}
+		if sh := s.gone[id]; sh != nil {
 			return sh, nil
 		}
 		return nil, fmt.Errorf("no shell %q in this session; list_bash lists them", id)
@@ -423,18 +430,28 @@ func (s *service) prune(ctx actor.Context) {
 	}
 }
 
-// forget disposes a shell's terminal (its output kept first) and drops it.
-func (s *service) forget(ctx actor.Context, sh *shell) {
+// forget disposes a shell's terminal (its output kept first) and drops it; the
+// future is answered once the terminal is off the list.
+func (s *service) forget(ctx actor.Context, sh *shell) *actor.Future {
 	s.keep(ctx, sh)
-	ctx.Request(s.spec.Root, &terminal.Dispose{URI: sh.uri})
-	for id, m := range s.monitors {
+	disposed := ctx.RequestFuture(s.spec.Root, &terminal.Dispose{URI: sh.uri}, channel.RequestTimeout)
+	for _, m := range s.monitors {
 		if m.shell == sh.id {
 			s.endMonitor(ctx, m, "its shell was shut down")
-			delete(s.monitors, id)
 		}
 	}
 	delete(s.shells, sh.id)
 	s.order = slices.DeleteFunc(s.order, func(id string) bool { return id == sh.id })
+	// A call that still names it is answered from what it printed; the newest
+	// MaxShells of them are held.
+	sh.gone, sh.exited = true, true
+	s.gone[sh.id] = sh
+	s.goneOrder = append(s.goneOrder, sh.id)
+	if len(s.goneOrder) > s.opts.MaxShells {
+		delete(s.gone, s.goneOrder[0])
+		s.goneOrder = s.goneOrder[1:]
+	}
+	return disposed
 }
 
 // keep puts what the shell printed in the store, once, off the mailbox.
@@ -481,6 +498,8 @@ func (s *service) list() []ShellInfo {
 // status is one line on where a shell stands.
 func (s *service) status(sh *shell) string {
 	switch {
+	case sh.gone:
+		return fmt.Sprintf("[%s: shut down; this is what it printed]", sh.id)
 	case sh.exited && sh.exit != nil:
 		return fmt.Sprintf("[%s: the shell exited with code %d]", sh.id, *sh.exit)
 	case sh.exited:

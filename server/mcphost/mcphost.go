@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -145,6 +146,8 @@ type binding struct {
 
 	mu      sync.Mutex // guards pending
 	pending []shells.WakeNotice
+	// calls numbers the connection's tool calls, for the claim of a shell one opens.
+	calls atomic.Int64
 }
 
 // serverFor is the SDK's server for a request: its binding's, made by ServeHTTP.
@@ -361,7 +364,7 @@ func (b *binding) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Call
 	case "read_bash", "write_bash", "bash_shutdown", "list_bash":
 		family = shells.HostFamily
 	}
-	c := b.caller(family, fmt.Sprintf("mcp-%v", req.Params.Name))
+	c := b.caller(family, fmt.Sprintf("mcp-%s-%d", name, b.calls.Add(1)))
 	var msg any
 	timeout := channel.RequestTimeout
 	switch name {
