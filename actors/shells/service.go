@@ -109,14 +109,14 @@ type service struct {
 	spec session.ToolServiceSpec
 	self *actor.PID
 
-	shells   map[string]*shell
-	order    []string // shell ids, oldest first
+	shells map[string]*shell
+	order  []string // shell ids, oldest first
 	// gone are shells shut down or pruned, held for calls that still name them.
 	gone      map[string]*shell
 	goneOrder []string
-	monitors map[string]*monitor
-	seq      int // numbers commands and monitors
-	shellSeq int // numbers shells
+	monitors  map[string]*monitor
+	seq       int // numbers commands and monitors
+	shellSeq  int // numbers shells
 	// sinks are the attached agent connections, each with its chat.
 	sinks map[Sink]string
 	// unheard are wakes that came while no sink was attached, for the next to attach.
