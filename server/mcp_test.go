@@ -472,3 +472,22 @@ func TestMCPShutdownTakesTheShellOffTheListAndItsOutputStaysReadable(t *testing.
 		t.Fatalf("after shutdown: %+v", next)
 	}
 }
+
+func TestMCPFullScreenProgramAnswersAndStaysInItsShell(t *testing.T) {
+	h := ptyHost(t)
+	a := h.mcpAgent(h.owner, "tools=pty")
+	// A program that switches to the alternate screen and waits for a key, as an
+	// editor or a pager does.
+	r := a.call("bash", map[string]any{"command": `printf '\033[?1049hFULLSCREEN'; read -n 1 k; printf '\033[?1049l'; echo left-with-$k`})
+	if !r.running() || !strings.Contains(r.text, "full-screen") {
+		t.Fatalf("a full-screen program's call answered:\n%s", r.text)
+	}
+	screen := a.until("bash_output", map[string]any{"bash_id": r.shellID(), "view": "screen"}, func(r toolResult) bool {
+		return strings.Contains(r.latest, "FULLSCREEN")
+	})
+	_ = screen
+	typed := a.call("bash_input", map[string]any{"bash_id": r.shellID(), "input": "q"})
+	a.until("bash_output", map[string]any{"bash_id": r.shellID()}, func(r toolResult) bool {
+		return strings.Contains(typed.text+r.text, "left-with-q") && strings.Contains(r.latest, "idle")
+	})
+}

@@ -192,6 +192,21 @@ func (s *service) waitOver(ctx actor.Context, m *waitOver) {
 	c.waiter = nil
 }
 
+// fullScreen answers a command's call once it opens the alternate screen (an
+// editor, a pager, a TUI): nothing it draws there reads as output, and it waits for
+// keys. It goes on in its shell, busy until it ends.
+func (s *service) fullScreen(ctx actor.Context, sh *shell, c *command) {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	s.toBackground(ctx, sh, c)
+	r := s.answer(sh, c)
+	r.Status = fmt.Sprintf("[%s: `%s` opened a full-screen view and waits for keys; see it with bash_output view=screen, drive it with bash_input, stop it with kill_bash; its end wakes you]",
+		sh.id, firstLine(c.line))
+	ctx.Send(c.waiter, r)
+	c.waiter = nil
+}
+
 // deadlineOver interrupts a command still in the foreground at its deadline.
 func (s *service) deadlineOver(ctx actor.Context, m *deadlineOver) {
 	sh := s.shells[m.shell]

@@ -597,11 +597,15 @@ func (s *service) output(ctx actor.Context, sh *shell, data string) {
 		sh.writer.lastOut = time.Now()
 	}
 	if c := sh.cmd; c != nil && c.typed {
+		before := c.raw.Len()
 		c.raw.WriteString(data)
 		if c.sentinel != "" {
 			if code, ok := integrationSentinel(c.raw.String(), c.sentinel); ok {
 				s.ended(ctx, sh, &code, "")
 			}
+		}
+		if c := sh.cmd; c != nil && c.waiter != nil && sh.isPty && enteredAltScreen(c.raw.String(), before) {
+			s.fullScreen(ctx, sh, c)
 		}
 	}
 	for _, mon := range s.monitors {
@@ -609,6 +613,21 @@ func (s *service) output(ctx actor.Context, sh *shell, data string) {
 			s.monitorOutput(ctx, mon, data)
 		}
 	}
+}
+
+// altScreenEnter are the ways a program switches to the alternate screen.
+var altScreenEnter = []string{"\x1b[?1049h", "\x1b[?1047h", "\x1b[?47h"}
+
+// enteredAltScreen reports whether raw, from a little before offset from on (a
+// sequence may be split across two reads), switches to the alternate screen.
+func enteredAltScreen(raw string, from int) bool {
+	from = max(from-8, 0)
+	for _, seq := range altScreenEnter {
+		if strings.Contains(raw[from:], seq) {
+			return true
+		}
+	}
+	return false
 }
 
 // logSince is the held output from absolute offset from on, and the offset of its end.
