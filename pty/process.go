@@ -524,6 +524,12 @@ func SignalName(sig syscall.Signal) string {
 // terminals, scans for the session on a kernel without children lists (see
 // sessionOf); nil scans alone.
 func Terminate(p Process, grace time.Duration, sessions *SessionScanner) {
+	TerminateWith(p, syscall.SIGHUP, grace, sessions)
+}
+
+// TerminateWith is Terminate with another first signal: SIGTERM, for a kill that
+// asks the processes to end rather than telling them their terminal went away.
+func TerminateWith(p Process, first syscall.Signal, grace time.Duration, sessions *SessionScanner) {
 	pid := p.Pid()
 	exited := false
 	select {
@@ -536,9 +542,9 @@ func Terminate(p Process, grace time.Duration, sessions *SessionScanner) {
 		members = sessionMembersOf(pid, exited, sessions)
 	}
 	if !exited {
-		_ = p.Signal(syscall.SIGHUP)
+		_ = p.Signal(first)
 	}
-	signalMembers(members, syscall.SIGHUP)
+	signalMembers(members, first)
 	deadline := time.NewTimer(grace)
 	defer deadline.Stop()
 	select {
@@ -552,7 +558,7 @@ func Terminate(p Process, grace time.Duration, sessions *SessionScanner) {
 		// A job started after the first look, or by a process as it ended, has been
 		// handed on by now: a second look finds it.
 		more := newMembers(sessionMembersOf(pid, true, sessions), members)
-		signalMembers(more, syscall.SIGHUP)
+		signalMembers(more, first)
 		members = append(members, more...)
 	}
 	// The shell is gone; the rest of its session gets what is left of the grace to

@@ -206,7 +206,8 @@ func TestMCPShellKeepsDirectoryAndEnvironmentBetweenCalls(t *testing.T) {
 }
 
 func TestMCPBusyShellOpensAnother(t *testing.T) {
-	h := ptyHost(t)
+	// An interactive shell ignores kill_bash's SIGTERM; the SIGKILL after the grace ends it.
+	h := ptyHost(t, withShells(func(o *shells.Options) { o.KillGrace = 300 * time.Millisecond }))
 	a := h.mcpAgent(h.owner, "")
 	bg := a.call("bash", map[string]any{"command": "sleep 30", "mode": "async"})
 	if bg.isError || !bg.running() || bg.shellID() == "" {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -405,8 +406,9 @@ func (s *service) resizeShell(ctx actor.Context, sh *shell, cols, rows int) {
 		Origin: messages.Origin{ClientID: "termhost-agent-tools"}, Sub: discard{}})
 }
 
-// kill ends shells: SIGTERM to the group now (the terminal's kill), SIGKILL after the
-// grace; or, for Dispose, ends the shell and takes it off the list.
+// kill ends shells: SIGTERM to every process of the shell's session now, SIGKILL to
+// what is left after the grace (an interactive shell ignores SIGTERM, so the shell
+// itself goes then); or, for Dispose, ends the shell and takes it off the list.
 func (s *service) kill(ctx actor.Context, m *Kill) {
 	if !m.Principal.Can(auth.GrantTerminalDispose) {
 		ctx.Respond(&Result{Err: refused(m.Principal, auth.GrantTerminalDispose)})
@@ -442,8 +444,7 @@ func (s *service) kill(ctx actor.Context, m *Kill) {
 		if sh.exited {
 			continue
 		}
-		ctx.Send(s.spec.Root, &terminal.Kill{URI: sh.uri})
-		s.after(ctx, s.opts.KillGrace, &hardKill{shell: sh.id})
+		ctx.Send(s.spec.Root, &terminal.Kill{URI: sh.uri, Signal: syscall.SIGTERM, Grace: s.opts.KillGrace})
 	}
 	r := &Result{Shells: s.list()}
 	switch {

@@ -197,7 +197,6 @@ type (
 	settleCheck struct{ shell string }
 	monitorDue  struct{ id string }
 	monitorEnd  struct{ id string }
-	hardKill    struct{ shell string }
 	detectOver  struct{ shell string }
 	// opened is a shell's terminal answering its create.
 	opened struct {
@@ -258,10 +257,6 @@ func (s *service) Receive(ctx actor.Context) {
 	case *detectOver:
 		if sh := s.shells[m.shell]; sh != nil {
 			s.ready(ctx, sh)
-		}
-	case *hardKill:
-		if sh := s.shells[m.shell]; sh != nil && !sh.exited {
-			ctx.Send(s.spec.Root, &terminal.Kill{URI: sh.uri})
 		}
 	case *actor.Stopping:
 		s.stopping(ctx)

@@ -1,6 +1,9 @@
 package terminal
 
 import (
+	"syscall"
+	"time"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/termhost/termhost/messages"
@@ -72,8 +75,14 @@ type Dispose struct{ URI string }
 // DisposeResult answers Dispose.
 type DisposeResult struct{}
 
-// Kill ends a terminal's process and leaves its row listed.
-type Kill struct{ URI string }
+// Kill ends a terminal's process and leaves its row listed: Signal (SIGHUP when
+// zero) to every process of its session, then SIGKILL after Grace (the terminal's
+// kill grace when zero).
+type Kill struct {
+	URI    string
+	Signal syscall.Signal
+	Grace  time.Duration
+}
 
 // ScreenQuery asks a terminal about its screen; the answer is a *ScreenInfo. A
 // terminal on pipes has no screen: false for both modes, and WhenAltBuffer settled.
@@ -152,7 +161,10 @@ type (
 	shellTerminate   struct{}
 	shellCloseOutput struct{}
 	shellReleased    struct{}
-	shellKill        struct{}
+	shellKill        struct {
+		signal syscall.Signal
+		grace  time.Duration
+	}
 )
 
 // From the shell actor's goroutines to it.

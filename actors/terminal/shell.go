@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -105,7 +106,14 @@ func (s *shell) Receive(ctx actor.Context) {
 	case *shellKill:
 		// The process ends; the terminal hears of it as of any exit.
 		if s.p.proc != nil {
-			go pty.Terminate(s.p.proc, s.p.killGrace, s.p.sessions)
+			sig, grace := m.signal, m.grace
+			if sig == 0 {
+				sig = syscall.SIGHUP
+			}
+			if grace <= 0 {
+				grace = s.p.killGrace
+			}
+			go pty.TerminateWith(s.p.proc, sig, grace, s.p.sessions)
 		}
 	case *shellTerminate:
 		s.terminate(ctx)

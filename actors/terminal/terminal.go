@@ -254,7 +254,7 @@ func (t *terminal) live(ctx actor.Context) {
 		t.screenQuery(ctx, m, true)
 	case *Kill:
 		if t.exit == nil {
-			ctx.Send(t.shell, &shellKill{})
+			ctx.Send(t.shell, &shellKill{signal: m.Signal, grace: m.Grace})
 		}
 	case *Dispose:
 		t.dispose(ctx)
