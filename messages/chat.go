@@ -218,6 +218,12 @@ func ReduceChat(state ChatState, action map[string]any) {
 		object(s).addMember("workingDirectories", a["directory"])
 	case ChatWorkingDirectoryRemoved:
 		object(s).removeMember("workingDirectories", a["directory"])
+
+	// Background work (0.9.0).
+	case ChatBackgroundWorkSet:
+		s.backgroundWorkSet(a)
+	case ChatBackgroundWorkRemoved:
+		s.backgroundWorkRemoved(a)
 	}
 }
 

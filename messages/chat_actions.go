@@ -61,13 +61,34 @@ const ContentTerminal = "terminal"
 // kept as the object the client sent rather than a struct that would drop them.
 type Message map[string]any
 
+// Message origins (state.schema.json MessageOrigin's kind): who a message is from.
+const (
+	OriginUser = "user"
+	// OriginSystemNotification is the host telling the chat something happened (a
+	// background command ended, a monitor fired): no person typed it.
+	OriginSystemNotification = "systemNotification"
+)
+
 // UserMessage is a message a user typed.
 func UserMessage(text string) Message {
-	return Message{"text": text, "origin": map[string]any{"kind": "user"}}
+	return Message{"text": text, "origin": map[string]any{"kind": OriginUser}}
+}
+
+// SystemNotificationMessage is a message from the host itself, with its _meta when
+// meta is not empty.
+func SystemNotificationMessage(text string, meta map[string]any) Message {
+	m := Message{"text": text, "origin": map[string]any{"kind": OriginSystemNotification}}
+	if len(meta) > 0 {
+		m["_meta"] = meta
+	}
+	return m
 }
 
 // Text is the message's text, or "" when it has none.
 func (m Message) Text() string { return asString(m["text"]) }
+
+// OriginKind is the kind of the message's origin, or "" when it has none.
+func (m Message) OriginKind() string { return object(m).obj("origin").str("kind") }
 
 // ErrorInfo says what went wrong (state.schema.json ErrorInfo).
 type ErrorInfo struct {

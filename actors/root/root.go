@@ -51,6 +51,9 @@ type Options struct {
 	// PresenceGrace is how long a client whose connections all went stays among a
 	// session's active clients, for it to come back with reconnect. Default 30 s.
 	PresenceGrace time.Duration
+	// ToolService makes the props of each session's agent shell service, spawned
+	// by the session when first asked for (session.ToolServiceQuery). Nil: none.
+	ToolService func(session.ToolServiceSpec) *actor.Props
 
 	// sessions is the one session scanner the root's terminals share (set by
 	// WithDefaults, which the root's props call).
@@ -79,7 +82,7 @@ func (o Options) terminalConfig(journal *delivery.Journal) terminal.Config {
 // sessionConfig is what the root's sessions are made with.
 func (o Options) sessionConfig(journal *delivery.Journal) session.Config {
 	return session.Config{Journal: journal, Store: o.Store, DefaultShell: o.DefaultShell, CommandTimeout: o.CommandTimeout,
-		PresenceGrace: o.PresenceGrace, Logger: o.Logger}
+		PresenceGrace: o.PresenceGrace, Logger: o.Logger, ToolService: o.ToolService}
 }
 
 // Root config keys.
@@ -268,6 +271,22 @@ func (h *rootActor) registry(ctx actor.Context) {
 			return
 		}
 		ctx.Respond(&session.Result{})
+	case *session.SetBackgroundWork:
+		h.forwardToChat(ctx, m.Chat)
+	case *session.RemoveBackgroundWork:
+		h.forwardToChat(ctx, m.Chat)
+	case *session.Wake:
+		h.forwardToChat(ctx, m.Chat)
+	case *session.StopBackgroundWork:
+		if !h.forwardToChat(ctx, m.Chat) {
+			ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeNotFound, "No chat %s on this host", m.Chat)})
+		}
+	case *session.ToolServiceQuery:
+		if pid := h.sessions[m.Session]; pid != nil {
+			ctx.Forward(pid)
+			return
+		}
+		ctx.Respond(&session.ToolServiceResult{Err: messages.Errorf(messages.CodeSessionNotFound, "No session %s on this host", m.Session)})
 	case *session.List:
 		h.listSessions(ctx)
 	case *session.Dispose:
@@ -325,6 +344,18 @@ func (h *rootActor) unsubscribe(ctx actor.Context, m *channel.Unsubscribe) {
 	} else if pid := h.sessionOf(m.Channel); pid != nil {
 		ctx.Forward(pid)
 	}
+}
+
+// forwardToChat forwards the message being handled to the session holding chat, and
+// reports whether there is one; what goes nowhere is logged at debug level.
+func (h *rootActor) forwardToChat(ctx actor.Context, chat string) bool {
+	pid := h.chats[chat]
+	if pid == nil {
+		h.opts.Logger.Debug("no chat for a session message; dropped", "chat", chat, "message", fmt.Sprintf("%T", ctx.Message()))
+		return false
+	}
+	ctx.Forward(pid)
+	return true
 }
 
 // forwardToTerminal forwards the message being handled to the terminal of uri, and

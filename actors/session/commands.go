@@ -73,10 +73,20 @@ func commandOf(text string) (string, bool) {
 	return cmd, cmd != ""
 }
 
-// startTurn runs a turn that has started: a `!` command runs in a terminal; anything
-// else ends at once with the no-agent error, and the next queued message starts.
-func (s *session) startTurn(ctx actor.Context, c *chat, turnID, text string) {
+// startTurn runs a turn that has started with msg: a system notification (a Wake)
+// completes at once, being its own content; a `!` command runs in a terminal;
+// anything else ends at once with the no-agent error. Then the next queued message
+// starts. A wake is told from a person's text by its origin, never by its text.
+func (s *session) startTurn(ctx actor.Context, c *chat, turnID string, msg messages.Message) {
 	c.busy = turnID
+	if msg.OriginKind() == messages.OriginSystemNotification {
+		s.chatAction(c, messages.ChatTurnCompleteAction{TurnID: turnID, Duration: 0})
+		c.lastTurn = turnID
+		c.busy = ""
+		s.drainQueue(ctx, c)
+		return
+	}
+	text := msg.Text()
 	command, isCommand := commandOf(text)
 	if !isCommand {
 		s.chatAction(c, messages.ChatErrorAction{TurnID: turnID, Duration: 0, Error: messages.ErrorInfo{ErrorType: "noAgent", Message: noAgent}})
@@ -101,7 +111,7 @@ func (s *session) drainQueue(ctx actor.Context, c *chat) {
 	s.seq++
 	turnID := fmt.Sprintf("turn-%d-%d", time.Now().UnixNano(), s.seq)
 	s.chatAction(c, messages.ChatTurnStartedAction{TurnID: turnID, StartedAt: isoTime(time.Now()), Message: msg, QueuedMessageID: id})
-	s.startTurn(ctx, c, turnID, msg.Text())
+	s.startTurn(ctx, c, turnID, msg)
 }
 
 // runCommand shows the command as a running tool call and asks the root for its

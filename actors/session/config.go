@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/persistence"
 )
@@ -27,6 +29,10 @@ type Config struct {
 	// Logger gets what goes wrong that no client is waiting to hear (a write that
 	// failed); nil discards it.
 	Logger *slog.Logger
+	// ToolService makes the props of a session's agent shell service, spawned as a
+	// child of the session on the first ToolServiceQuery and stopped with it. Nil:
+	// the host runs none, and the query is answered with no PID.
+	ToolService func(ToolServiceSpec) *actor.Props
 }
 
 func (c Config) withDefaults() Config {

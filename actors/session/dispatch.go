@@ -43,6 +43,10 @@ func (s *session) dispatch(ctx actor.Context, m *channel.Dispatch) {
 	case messages.ChatPendingMessageSet:
 		var a messages.ChatPendingMessageSetAction
 		readLoosely(m.Raw, &a)
+		if a.Message.OriginKind() == messages.OriginSystemNotification {
+			m.Reject(s.journal, notificationIsHosts)
+			return
+		}
 		s.echo(c, m, folded)
 		if a.Kind == messages.PendingQueued && c.busy == "" {
 			s.drainQueue(ctx, c)
@@ -73,6 +77,11 @@ func (s *session) dispatch(ctx actor.Context, m *channel.Dispatch) {
 	}
 }
 
+// notificationIsHosts refuses a client's message posing as the host's: a turn of a
+// system notification completes without an agent (see startTurn), so a client's
+// would be a message no agent ever hears, shown as the host's.
+const notificationIsHosts = "a message with origin systemNotification is the host's to send"
+
 // clientTurnStarted starts the turn a client sent: a `!` command runs, anything
 // else ends with the no-agent error.
 func (s *session) clientTurnStarted(ctx actor.Context, c *chat, m *channel.Dispatch, folded map[string]any) {
@@ -85,8 +94,12 @@ func (s *session) clientTurnStarted(ctx actor.Context, c *chat, m *channel.Dispa
 	if _, dated := folded["startedAt"]; !dated {
 		folded["startedAt"] = isoTime(time.Now())
 	}
+	if a.Message.OriginKind() == messages.OriginSystemNotification {
+		m.Reject(s.journal, notificationIsHosts)
+		return
+	}
 	s.echo(c, m, folded)
-	s.startTurn(ctx, c, a.TurnID, a.Message.Text())
+	s.startTurn(ctx, c, a.TurnID, a.Message)
 }
 
 // echo folds a client's action into the chat and sends it, as the client sent it, to

@@ -149,6 +149,12 @@ type session struct {
 	// away are the active clients whose connections all went, each with the timer
 	// of its grace (see presence.go).
 	away map[string]*grace
+	// tools is the agent shell service, a child spawned on the first
+	// ToolServiceQuery; nil before, and after it stopped.
+	tools *actor.PID
+	// disposed is set once the session is disposed: it is stopping, and spawns no
+	// tool service again.
+	disposed bool
 }
 
 type chat struct {
@@ -165,6 +171,9 @@ type chat struct {
 	lastTurn string
 	// busy is the turn running now, "" when idle; queued messages wait for it.
 	busy string
+	// owners are the owners of the chat's background work, by row id: who a
+	// client's stop goes to (see background.go).
+	owners map[string]*actor.PID
 }
 
 // Messages a session sends itself, from a timer or a goroutine watching a terminal.
@@ -235,6 +244,18 @@ func (s *session) Receive(ctx actor.Context) {
 		s.stopAway(m.ClientID)
 	case *presenceLapsed:
 		s.presenceLapsed(m)
+	case *SetBackgroundWork:
+		s.setBackgroundWork(ctx, m)
+	case *RemoveBackgroundWork:
+		s.removeBackgroundWork(m)
+	case *StopBackgroundWork:
+		s.stopBackgroundWork(ctx, m)
+	case *Wake:
+		s.wake(ctx, m)
+	case *ToolServiceQuery:
+		s.toolService(ctx)
+	case *actor.Terminated:
+		s.ownerGone(m.Who)
 	case *actor.Stopping:
 		s.stopAllAway()
 	}
@@ -284,7 +305,7 @@ func (s *session) disposeChat(ctx actor.Context, m *DisposeChat) {
 	s.tellRootChats(ctx)
 	// What was kept goes once the writes on their way have landed, then the answer:
 	// nothing of the chat is written after its disposal was answered.
-	s.afterWrites(ctx, func() {
+	s.afterWrites(ctx, nil, func() {
 		if err := s.store.DeleteChat(s.uri, c.uri); err != nil {
 			s.cfg.Logger.Warn("a disposed chat's kept data could not be removed", "chat", c.uri, "err", err)
 		}
@@ -297,7 +318,10 @@ func (s *session) dispose(ctx actor.Context) {
 	for _, c := range s.chats {
 		s.endRuns(ctx, c)
 	}
-	s.afterWrites(ctx, func() {
+	// The tool service keeps and disposes its terminals as it stops, while the root
+	// still serves; what was kept of the session goes once that is written too.
+	s.disposed = true
+	s.afterWrites(ctx, s.stopTools(ctx), func() {
 		if err := s.store.DeleteSession(s.uri); err != nil {
 			s.cfg.Logger.Warn("a disposed session's kept data could not be removed", "session", s.uri, "err", err)
 		}
@@ -316,8 +340,15 @@ func (s *session) shutdown(ctx actor.Context) {
 			}
 		}
 	}
+	// The tool service stops now, while the root still holds the terminals it keeps
+	// and disposes as it stops; the root disposes the rest once every session is done.
+	// The writes it began as it stopped are counted once it has (ToolServiceSpec.Writes).
+	toolsStopped := s.stopTools(ctx)
 	sender, system, writes := ctx.Sender(), ctx.ActorSystem(), s.writes
 	go func() {
+		if toolsStopped != nil {
+			_ = toolsStopped.Wait()
+		}
 		writes.Wait()
 		system.Root.Send(sender, &channel.ShutdownDone{})
 	}()
@@ -490,10 +521,15 @@ func (s *session) retained(chatURI, key, uri string) *channel.SubscribeResult {
 }
 
 // afterWrites runs then once every write on its way has landed, off the mailbox, and
-// then answers the request being handled with an empty Result.
-func (s *session) afterWrites(ctx actor.Context, then func()) {
+// then answers the request being handled with an empty Result. With first, an actor's
+// stop, the writes are counted once it has stopped: those it began as it stopped
+// (ToolServiceSpec.Writes) are waited for too.
+func (s *session) afterWrites(ctx actor.Context, first *actor.Future, then func()) {
 	sender, system, writes := ctx.Sender(), ctx.ActorSystem(), s.writes
 	go func() {
+		if first != nil {
+			_ = first.Wait()
+		}
 		writes.Wait()
 		then()
 		if sender != nil {

@@ -99,6 +99,8 @@ type harnessOptions struct {
 	record   *persistence.SessionRecord // restored when set
 	workDir  string
 	children func(*session.ChatsOf)
+	// toolService is the session's Config.ToolService.
+	toolService func(session.ToolServiceSpec) *actor.Props
 }
 
 func newHarness(t *testing.T, o harnessOptions) *harness {
@@ -125,7 +127,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	if o.workDir != "" {
 		rec.WorkingDirectories = []string{messages.FileURI(o.workDir)}
 	}
-	cfg := session.Config{Journal: journal, Store: o.store, DefaultShell: "/bin/sh"}
+	cfg := session.Config{Journal: journal, Store: o.store, DefaultShell: "/bin/sh", ToolService: o.toolService}
 	res, err := system.Root.RequestFuture(root, &spawnSession{props: session.NewProps(cfg, rec, restored)}, waitTimeout).Result()
 	if err != nil {
 		t.Fatalf("spawning the session: %v", err)

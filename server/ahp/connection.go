@@ -206,6 +206,8 @@ func (c *connection) handle(ctx actor.Context, data []byte) {
 		c.disposeSession(ctx, id, msg.Params)
 	case "disposeChat":
 		c.disposeChat(ctx, id, msg.Params)
+	case "vscode/stopBackgroundWork":
+		c.stopBackgroundWork(ctx, id, msg.Params)
 	case "unsubscribe", "dispatchAction":
 		c.fail(id, messages.Errorf(messages.CodeInvalidRequest, "%s is a notification: send it without an id", method))
 	default:
@@ -957,4 +959,40 @@ func (c *connection) disposeChat(ctx actor.Context, id json.RawMessage, raw json
 		return
 	}
 	c.askSession(ctx, id, &session.DisposeChat{Chat: p.Channel})
+}
+
+// stopBackgroundWorkParams are vscode/stopBackgroundWork's: the chat (or, as every
+// other method names it, the channel) and the row's id. VS Code's own shape is not
+// published (PROTOCOL.md 8), so members it may send beside them are ignored.
+type stopBackgroundWorkParams struct {
+	Chat    string `json:"chat"`
+	Channel string `json:"channel"`
+	ID      string `json:"id"`
+}
+
+// stopBackgroundWork stops a row of a chat's backgroundWork: the same ^C a person at
+// the terminal would type, so it needs terminal:input. It answers null once the stop
+// went to the work's owner; the row goes when the work ends.
+func (c *connection) stopBackgroundWork(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
+	var p stopBackgroundWorkParams
+	if !c.admit(id, auth.GrantTerminalInput, raw, &p) {
+		return
+	}
+	chat := p.Chat
+	switch {
+	case chat == "":
+		chat = p.Channel
+	case p.Channel != "" && p.Channel != chat:
+		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: chat and channel name different chats"))
+		return
+	}
+	if chat == "" || p.ID == "" {
+		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: the chat's URI (chat) and the background work's id (id) are required"))
+		return
+	}
+	if err := messages.CheckURI(chat); err != nil {
+		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: chat: %v", err))
+		return
+	}
+	c.askSession(ctx, id, &session.StopBackgroundWork{Chat: chat, ID: p.ID})
 }
