@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -30,8 +31,9 @@ type agent struct {
 	cs *sdk.ClientSession
 
 	mu      sync.Mutex
-	logs    []string // the text of every wake logged to it
-	updated []string // the resources it was told changed
+	logs    []string    // the text of every wake logged to it
+	at      []time.Time // when the host sent each
+	updated []string    // the resources it was told changed
 	changed chan struct{}
 }
 
@@ -43,7 +45,9 @@ func (h *testHost) mcpAgent(token, query string) *agent {
 		LoggingMessageHandler: func(_ context.Context, req *sdk.LoggingMessageRequest) {
 			data, _ := req.Params.Data.(map[string]any)
 			text, _ := data["text"].(string)
-			a.note(func() { a.logs = append(a.logs, text) })
+			sent, _ := data["at"].(string)
+			at, _ := time.Parse(time.RFC3339Nano, sent)
+			a.note(func() { a.logs, a.at = append(a.logs, text), append(a.at, at) })
 		},
 		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
 			a.note(func() { a.updated = append(a.updated, req.Params.URI) })
@@ -150,6 +154,13 @@ func lastOf(s string, n int) string {
 		return s
 	}
 	return "…" + s[len(s)-n:]
+}
+
+// wakeTimes are when the host sent each wake logged to the agent.
+func (a *agent) wakeTimes() []time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]time.Time(nil), a.at...)
 }
 
 // waitLogs waits until the wakes logged to the agent satisfy ok.
@@ -281,7 +292,7 @@ func TestMCPAsyncShowsBackgroundWorkAndWakesWithTheExitCode(t *testing.T) {
 	if !strings.Contains(string(set.Action), bg.shellID()) {
 		t.Fatalf("the background row does not name the shell: %s", set.Action)
 	}
-	a.call("bash", map[string]any{"command": "touch " + marker})
+	touched := a.call("bash", map[string]any{"command": "touch " + marker})
 	c.waitAction(chat, "chat/backgroundWorkRemoved")
 	started := c.waitAction(chat, "chat/turnStarted")
 	var ts struct {
@@ -299,9 +310,10 @@ func TestMCPAsyncShowsBackgroundWorkAndWakesWithTheExitCode(t *testing.T) {
 	a.waitLogs("wake naming exit code 3", func(logs []string) bool {
 		return len(logs) > 0 && strings.Contains(logs[len(logs)-1], "exit code 3")
 	})
-	next := a.call("list_bash", map[string]any{})
-	if !strings.Contains(next.text, "exit code 3") || !strings.Contains(next.text, "finished") {
-		t.Fatalf("the next tool result does not carry the wake:\n%s", next.text)
+	// The wake heads the next tool result: the one in flight when it came, or the next.
+	next := touched.text + a.call("list_bash", map[string]any{}).text
+	if !strings.Contains(next, "While you were away") || !strings.Contains(next, "exit code 3") || !strings.Contains(next, "finished") {
+		t.Fatalf("no tool result carried the wake:\n%s", next)
 	}
 }
 
@@ -334,8 +346,8 @@ func TestMCPInputKeysDriveAnInteractiveProgram(t *testing.T) {
 	h := ptyHost(t)
 	a := h.mcpAgent(h.owner, "tools=pty")
 	r := a.call("bash", map[string]any{"command": "read -p 'name? ' n; echo hello-$n", "run_in_background": true})
-	// The prompt, not the echo of the command line that carries the same words.
-	a.until("bash_output", map[string]any{"bash_id": r.shellID()}, func(r toolResult) bool { return strings.Contains(r.text, "\nname? ") })
+	// The prompt, not only the echo of the command line that carries the same words.
+	a.until("bash_output", map[string]any{"bash_id": r.shellID()}, func(r toolResult) bool { return strings.Count(r.text, "name?") >= 2 })
 	answer := a.call("bash_input", map[string]any{"bash_id": r.shellID(), "input": "bob", "keys": []string{"enter"}})
 	if answer.isError {
 		t.Fatal(answer.text)
@@ -373,40 +385,85 @@ func TestMCPResizeChangesSttySize(t *testing.T) {
 }
 
 func TestMCPMonitorDeliversMatchingLinesUnderItsRules(t *testing.T) {
-	h := ptyHost(t, withShells(func(o *shells.Options) {
-		o.Policy = agenttools.Policy{Coalesce: 100 * time.Millisecond, MinGap: 300 * time.Millisecond, MaxLines: 50, MaxChars: 4096, Budget: 3}
-	}))
+	policy := agenttools.Policy{Coalesce: 100 * time.Millisecond, MinGap: 300 * time.Millisecond, MaxLines: 5, MaxChars: 4096, Budget: 3}
+	h := ptyHost(t, withShells(func(o *shells.Options) { o.Policy = policy }))
 	a := h.mcpAgent(h.owner, "tools=pty")
 	marker := t.TempDir() + "/stop"
-	cmd := "i=0; while [ ! -e " + marker + " ]; do i=$((i+1)); echo match $i; echo noise $i; sleep 0.02; done; echo match last"
+	cmd := "i=0; while [ ! -e " + marker + " ]; do i=$((i+1)); echo match $i; echo noise $i; sleep 0.01; done; echo match last"
 	r := a.call("monitor", map[string]any{"action": "create", "command": cmd, "filter": "^match", "description": "counting"})
 	if r.isError {
 		t.Fatal(r.text)
 	}
-	// Three wakes in a row without a call from the agent spend the budget: lines pause.
+	id, _ := r.structured["monitor_id"].(string)
+	// Three wakes in a row without a call from the agent spend the budget: the third
+	// says the monitor paused.
 	logs := a.waitLogs("three deliveries", func(logs []string) bool { return len(logs) >= 3 })
-	for _, l := range logs[:3] {
+	for i, l := range logs[:3] {
 		if strings.Contains(l, "noise") || !strings.Contains(l, "match") || !strings.Contains(l, "counting") {
 			t.Fatalf("a delivery carried lines the filter refuses, or none:\n%s", l)
 		}
-		if n := strings.Count(l, "\nmatch"); n > 50 {
-			t.Fatalf("a delivery carried %d lines", n)
+		if n := strings.Count(l, "\nmatch"); n > policy.MaxLines {
+			t.Fatalf("a delivery carried %d lines, over the cap of %d:\n%s", n, policy.MaxLines, l)
+		}
+		if i == 2 && !strings.Contains(l, "paused") {
+			t.Fatalf("the delivery that spent the budget does not say the monitor paused:\n%s", l)
 		}
 	}
-	// End it; its exit summary always arrives, paused or not, and once.
-	a.call("bash", map[string]any{"command": "touch " + marker})
+	if !strings.Contains(strings.Join(logs[:3], "\n"), "more lines omitted") {
+		t.Fatalf("a flood over the cap was not summarised as omitted lines:\n%s", strings.Join(logs, "\n---\n"))
+	}
+	// End the command; its exit summary always arrives, paused or not, and once.
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	logs = a.waitLogs("exit summary", func(logs []string) bool {
-		return strings.Contains(logs[len(logs)-1], "ended")
+		return strings.Contains(logs[len(logs)-1], id+" (counting) on") && strings.Contains(logs[len(logs)-1], "ended")
 	})
 	summaries := 0
 	for _, l := range logs {
-		if strings.Contains(l, r.structured["monitor_id"].(string)+" (counting) on") && strings.Contains(l, "ended") {
+		if strings.Contains(l, id+" (counting) on") && strings.Contains(l, " ended:") {
 			summaries++
 		}
 	}
-	if summaries != 1 {
-		t.Fatalf("%d exit summaries:\n%s", summaries, strings.Join(logs, "\n---\n"))
+	if summaries != 1 || len(logs) != 4 {
+		t.Fatalf("want three deliveries and one exit summary, got %d wakes, %d summaries:\n%s", len(logs), summaries, strings.Join(logs, "\n---\n"))
 	}
+	if !strings.Contains(logs[3], "paused") {
+		t.Fatalf("the exit summary does not count the lines held back while paused:\n%s", logs[3])
+	}
+	// The host sent no two deliveries of the monitor closer than its minimum gap.
+	at := a.wakeTimes()
+	for i := 1; i < 3; i++ {
+		if gap := at[i].Sub(at[i-1]); gap < policy.MinGap {
+			t.Fatalf("deliveries %d and %d went %s apart, under the %s gap", i-1, i, gap, policy.MinGap)
+		}
+	}
+}
+
+func TestMCPMonitorOutlivesTheAgentsConnection(t *testing.T) {
+	h := ptyHost(t, withShells(func(o *shells.Options) {
+		o.Policy = agenttools.Policy{Coalesce: 50 * time.Millisecond, MinGap: 100 * time.Millisecond}
+	}))
+	query := "tools=pty"
+	first := h.mcpAgent(h.owner, query)
+	marker := t.TempDir() + "/go"
+	r := first.call("monitor", map[string]any{"action": "create", "description": "waiting",
+		"command": "while [ ! -e " + marker + " ]; do sleep 0.05; done; echo READY-NOW"})
+	if r.isError {
+		t.Fatal(r.text)
+	}
+	if err := first.cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The agent comes back on the same URL: the wakes it missed head its next result.
+	second := h.mcpAgent(h.owner, query)
+	got := second.until("bash_output", map[string]any{"bash_id": r.shellID()}, func(res toolResult) bool {
+		return strings.Contains(res.text, "While you were away") && strings.Contains(res.text, "READY-NOW") && strings.Contains(res.text, "ended")
+	})
+	_ = got
 }
 
 func TestMCPRefusedGrantIsAToolErrorAndRunsNothing(t *testing.T) {

@@ -122,9 +122,18 @@ type service struct {
 	// unheard are wakes that came while no sink was attached, for the next to attach.
 	unheard []WakeNotice
 	closing bool
-	// writes are the outputs on their way to the store; the service's stop waits for
-	// them, so a host that shut down has kept what its shells printed.
-	writes sync.WaitGroup
+	// ownWrites counts the outputs on their way to the store when the session gave
+	// no group of its own (spec.Writes), which it waits for once the service stops.
+	ownWrites sync.WaitGroup
+}
+
+// writes is the group a write to the store joins: the session's, so that its
+// shutdown and dispose wait for what its shells printed to be kept.
+func (s *service) writes() *sync.WaitGroup {
+	if s.spec.Writes != nil {
+		return s.spec.Writes
+	}
+	return &s.ownWrites
 }
 
 // shell is one terminal a tool opened.
@@ -460,9 +469,10 @@ func (s *service) keep(ctx actor.Context, sh *shell) {
 	rec := persistence.RetainedTerminal{URI: sh.uri, Title: "Agent shell " + sh.id, ExitCode: sh.exit, IsPty: sh.isPty,
 		Session: s.spec.Session, Chat: sh.chat, ToolCallID: sh.id}
 	sessionURI, logger := s.spec.Session, s.opts.Logger
-	s.writes.Add(1)
+	writes := s.writes()
+	writes.Add(1)
 	go func() {
-		defer s.writes.Done()
+		defer writes.Done()
 		res, err := f.Result()
 		st, _ := res.(*messages.TerminalState)
 		if err != nil || st == nil {
@@ -658,13 +668,6 @@ func (s *service) stopping(ctx actor.Context) {
 	}
 	for _, m := range s.monitors {
 		m.stopTimers()
-	}
-	kept := make(chan struct{})
-	go func() { s.writes.Wait(); close(kept) }()
-	select {
-	case <-kept:
-	case <-time.After(2 * channel.RequestTimeout):
-		s.opts.Logger.Warn("an agent shell's output was still being kept when its session stopped", "session", s.spec.Session)
 	}
 }
 

@@ -273,7 +273,7 @@ func (b *binding) Notice(n shells.WakeNotice) {
 		defer cancel()
 		for ss := range server.Sessions() {
 			_ = ss.Log(ctx, &sdk.LoggingMessageParams{Level: "notice", Logger: "termhost.wake",
-				Data: map[string]any{"shell_id": n.ShellID, "bash_id": n.ShellID, "monitor_id": n.Monitor, "terminal": n.Terminal, "text": n.Text}})
+				Data: map[string]any{"shell_id": n.ShellID, "bash_id": n.ShellID, "monitor_id": n.Monitor, "terminal": n.Terminal, "text": n.Text, "at": n.At.UTC().Format(time.RFC3339Nano)}})
 		}
 		_ = server.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: n.Terminal})
 	}()
