@@ -524,6 +524,18 @@ func TestMCPShutdownTakesTheShellOffTheListAndItsOutputStaysReadable(t *testing.
 	if w := a.call("write_bash", map[string]any{"shell_id": r.shellID(), "command": "echo x"}); !w.isError {
 		t.Fatalf("a shut-down shell took input: %+v", w)
 	}
+	// A client that opens the shell's terminal now reads what it printed, exited.
+	snap, err := h.dial("reader").Subscribe(context.Background(), uri)
+	if err != nil {
+		t.Fatalf("subscribe to the shut-down shell: %v", err)
+	}
+	var st messages.TerminalState
+	if err := json.Unmarshal(snap.State, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Lifecycle == nil || st.Lifecycle.Status != messages.StatusExited || !strings.Contains(st.Text(), "before-shutdown") {
+		t.Fatalf("the kept shell's snapshot: %s", snap.State)
+	}
 	// The next command opens a new shell.
 	next := a.call("bash", map[string]any{"command": "echo after"})
 	if next.shellID() == r.shellID() || !strings.Contains(next.text, "after") {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/terminal"
+	"github.com/termhost/termhost/integration"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/persistence"
 	"github.com/termhost/termhost/pty"
@@ -197,7 +197,7 @@ func (s *session) opened(ctx actor.Context, toolCallID string, res *terminal.Cre
 	// A leading space keeps the command out of a POSIX shell's history.
 	line := " " + r.command
 	if !r.marks {
-		line += fmt.Sprintf("\necho \"<<<%s%s_EXIT_$?>>>\"", sentinelPrefix, r.sentinel)
+		line += "\n" + integration.SentinelEcho(r.sentinel)
 	}
 	r.typed = true
 	ctx.Send(s.root, &terminal.Write{URI: r.terminal, Data: line + "\r"})
@@ -268,7 +268,7 @@ func (s *session) terminalEvent(ctx actor.Context, m *terminal.Event) {
 		}
 		r.output.WriteString(*a.Data)
 		if !r.marks {
-			if code, ok := sentinelCode(r.output.String(), r.sentinel); ok {
+			if code, ok := integration.SentinelCode(r.output.String(), r.sentinel); ok {
 				s.endWithCode(ctx, r, code)
 			}
 		}
@@ -295,18 +295,6 @@ func (s *session) terminalEvent(ctx actor.Context, m *terminal.Event) {
 	}
 }
 
-var sentinelLine = regexp.MustCompile(`<<<` + sentinelPrefix + `([0-9a-z]+)_EXIT_(\d+)>>>`)
-
-func sentinelCode(out, id string) (int, bool) {
-	for _, m := range sentinelLine.FindAllStringSubmatch(out, -1) {
-		if m[1] == id {
-			code, err := strconv.Atoi(m[2])
-			return code, err == nil
-		}
-	}
-	return 0, false
-}
-
 func (s *session) endWithCode(ctx actor.Context, r *commandRun, code int) {
 	if code == 0 {
 		s.finish(ctx, r, endRan, true, nil, &code)
@@ -321,14 +309,7 @@ func (r *commandRun) printed() string {
 	if r.marks {
 		return text
 	}
-	var keep []string
-	for _, line := range strings.Split(text, "\n") {
-		if strings.Contains(line, sentinelPrefix+r.sentinel) {
-			continue
-		}
-		keep = append(keep, line)
-	}
-	out := strings.Join(keep, "\n")
+	out := integration.WithoutSentinel(text, r.sentinel)
 	// Under a pseudoterminal the shell echoes the typed line first.
 	out = strings.TrimPrefix(out, " "+r.command+"\n")
 	return out

@@ -67,6 +67,15 @@ type ChatsOf struct {
 // terminal answers can find what was kept (seed: "A terminal a tool result names").
 const commandTerminalPrefix = "ahp-terminal:/termhost-command/"
 
+// CommandTerminalURI names a terminal a tool of the chat opened, with its key: a
+// subscribe that no live terminal answers is answered from what was kept of it.
+func CommandTerminalURI(chat, key string) string { return commandTerminalURI(chat, key) }
+
+// AgentShellKeyPrefix starts the key of an agent tool's shell (actors/shells). No
+// tool call of the chat names such a shell, so what was kept of it is answered on
+// its own.
+const AgentShellKeyPrefix = "agent-"
+
 func commandTerminalURI(chat, key string) string {
 	return commandTerminalPrefix + url.PathEscape(chat) + "/" + url.PathEscape(key)
 }
@@ -108,10 +117,6 @@ const ClosingHost = "This host is closing, so nothing new starts on it"
 
 // previewLimit is how much of a command's printed text its completed call carries.
 const previewLimit = 80_000
-
-// sentinelPrefix names the line a shell without integration echoes after a command:
-// <<<TERMHOST_SENTINEL_<id>_EXIT_<code>>>>.
-const sentinelPrefix = "TERMHOST_SENTINEL_"
 
 // lastChars keeps the last n characters of s.
 func lastChars(s string, n int) (string, bool) {
@@ -479,6 +484,9 @@ func (s *session) retained(chatURI, key, uri string) *channel.SubscribeResult {
 		return notFound
 	}
 	block, named := c.state.TerminalContent(key, uri)
+	if !named && strings.HasPrefix(key, AgentShellKeyPrefix) {
+		return s.keptAgentShell(chatURI, key, uri)
+	}
 	if !named {
 		return notFound
 	}
@@ -516,6 +524,30 @@ func (s *session) retained(chatURI, key, uri string) *channel.SubscribeResult {
 	}
 	if output != "" {
 		st.Content = append(st.Content, messages.ContentPart{Type: messages.PartUnclassified, Value: output})
+	}
+	return &channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: uri, State: st, FromSeq: s.journal.Current()}}
+}
+
+// keptAgentShell answers a subscribe to an agent tool's shell that is gone from
+// what the store kept of it: its output and how it ended.
+func (s *session) keptAgentShell(chatURI, key, uri string) *channel.SubscribeResult {
+	kept, err := s.store.LoadTerminal(s.uri, chatURI, key)
+	if err != nil {
+		if !errors.Is(err, persistence.ErrNotFound) {
+			s.cfg.Logger.Warn("a kept agent shell could not be read; refusing it", "terminal", uri, "err", err)
+		}
+		return &channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No terminal %s on this host", uri)}
+	}
+	st := messages.TerminalState{
+		Title:     kept.Title,
+		Content:   []messages.ContentPart{},
+		Claim:     messages.Claim{Kind: messages.ClaimSession, Session: s.uri, Chat: chatURI, ToolCallID: kept.ToolCallID},
+		Lifecycle: &messages.Lifecycle{Status: messages.StatusExited, ExitCode: kept.ExitCode},
+		ExitCode:  kept.ExitCode,
+		IsPty:     messages.Ptr(kept.IsPty),
+	}
+	if kept.Output != "" {
+		st.Content = append(st.Content, messages.ContentPart{Type: messages.PartUnclassified, Value: kept.Output})
 	}
 	return &channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: uri, State: st, FromSeq: s.journal.Current()}}
 }

@@ -428,7 +428,7 @@ func (s *service) kill(ctx actor.Context, m *Kill) {
 		targets = []*shell{sh}
 	}
 	var names []string
-	var disposing []*actor.Future
+	var disposing []<-chan struct{}
 	for _, sh := range targets {
 		if sh.gone {
 			continue
@@ -465,8 +465,8 @@ func (s *service) kill(ctx actor.Context, m *Kill) {
 	// The answer waits until the shells are off the list, as a client's dispose does.
 	sender, system := ctx.Sender(), ctx.ActorSystem()
 	go func() {
-		for _, f := range disposing {
-			_, _ = f.Result()
+		for _, done := range disposing {
+			<-done
 		}
 		system.Root.Send(sender, r)
 	}()

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -277,10 +276,12 @@ func refused(p auth.Principal, grant string) error {
 	return errors.New(p.Refusal(grant))
 }
 
-// shellURI names a tool's shell after its chat and id.
-func shellURI(chat, id string) string {
-	return "ahp-terminal:/termhost-agent/" + url.PathEscape(chat) + "/" + id
-}
+// shellKey is what a shell's output is kept under in its chat, and its URI names
+// it after its chat and that key, as a `!` command's terminal is named: a subscribe
+// once the shell is gone is answered from what was kept (session.retained).
+func shellKey(id string) string { return session.AgentShellKeyPrefix + id }
+
+func shellURI(chat, id string) string { return session.CommandTerminalURI(chat, shellKey(id)) }
 
 // find resolves a shell id, or the chat's most recently used shell for "".
 func (s *service) find(chat, id string) (*shell, error) {
@@ -435,10 +436,16 @@ func (s *service) prune(ctx actor.Context) {
 }
 
 // forget disposes a shell's terminal (its output kept first) and drops it; the
-// future is answered once the terminal is off the list.
-func (s *service) forget(ctx actor.Context, sh *shell) *actor.Future {
-	s.keep(ctx, sh)
+// channel is closed once its output is kept and its terminal is off the list.
+func (s *service) forget(ctx actor.Context, sh *shell) <-chan struct{} {
+	kept := s.keep(ctx, sh)
 	disposed := ctx.RequestFuture(s.spec.Root, &terminal.Dispose{URI: sh.uri}, channel.RequestTimeout)
+	done := make(chan struct{})
+	go func() {
+		<-kept
+		_, _ = disposed.Result()
+		close(done)
+	}()
 	for _, m := range s.monitors {
 		if m.shell == sh.id {
 			s.endMonitor(ctx, m, "its shell was shut down")
@@ -455,24 +462,28 @@ func (s *service) forget(ctx actor.Context, sh *shell) *actor.Future {
 		delete(s.gone, s.goneOrder[0])
 		s.goneOrder = s.goneOrder[1:]
 	}
-	return disposed
+	return done
 }
 
-// keep puts what the shell printed in the store, once, off the mailbox.
-func (s *service) keep(ctx actor.Context, sh *shell) {
+// keep puts what the shell printed in the store, once, off the mailbox; the channel
+// is closed once it is there (or there was nothing to keep).
+func (s *service) keep(ctx actor.Context, sh *shell) <-chan struct{} {
+	done := make(chan struct{})
 	store := s.opts.Store
 	if store == nil || sh.kept || !sh.opened {
-		return
+		close(done)
+		return done
 	}
 	sh.kept = true
 	f := ctx.RequestFuture(s.spec.Root, &terminal.SnapshotQuery{URI: sh.uri}, channel.RequestTimeout)
 	rec := persistence.RetainedTerminal{URI: sh.uri, Title: "Agent shell " + sh.id, ExitCode: sh.exit, IsPty: sh.isPty,
-		Session: s.spec.Session, Chat: sh.chat, ToolCallID: sh.id}
+		Session: s.spec.Session, Chat: sh.chat, ToolCallID: shellKey(sh.id)}
 	sessionURI, logger := s.spec.Session, s.opts.Logger
 	writes := s.writes()
 	writes.Add(1)
 	go func() {
 		defer writes.Done()
+		defer close(done)
 		res, err := f.Result()
 		st, _ := res.(*messages.TerminalState)
 		if err != nil || st == nil {
@@ -483,6 +494,7 @@ func (s *service) keep(ctx actor.Context, sh *shell) {
 			logger.Warn("an agent shell's output was not kept", "session", sessionURI, "terminal", rec.URI, "err", err)
 		}
 	}()
+	return done
 }
 
 // list is every shell of the session, oldest first.

@@ -172,7 +172,7 @@ func (e *Endpoint) makeServer(b *binding) {
 	for _, t := range toolsFor(b.tools) {
 		b.server.AddTool(&sdk.Tool{Name: t.name, Description: t.desc, InputSchema: t.schema}, b.call)
 	}
-	b.server.AddResourceTemplate(&sdk.ResourceTemplate{Name: "shell", URITemplate: "ahp-terminal:/termhost-agent/{chat}/{shell}",
+	b.server.AddResourceTemplate(&sdk.ResourceTemplate{Name: "shell", URITemplate: "ahp-terminal:/termhost-command/{chat}/{shell}",
 		Description: "An agent shell's screen and status; updated when a wake concerns it.", MIMEType: "text/plain"}, b.readResource)
 	e.system().Root.Send(b.service, &shells.Attach{Chat: b.chat, Sink: b})
 }
@@ -298,8 +298,9 @@ func (b *binding) principal() auth.Principal {
 // readResource answers a shell's resource with its screen and status.
 func (b *binding) readResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 	uri := req.Params.URI
-	_, id, ok := strings.Cut(strings.TrimPrefix(uri, "ahp-terminal:/termhost-agent/"), "/")
-	if !ok {
+	_, key, ok := session.ParseCommandTerminalURI(uri)
+	id, agent := strings.CutPrefix(key, session.AgentShellKeyPrefix)
+	if !ok || !agent {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
 	res, err := b.e.request(ctx, b.service, &shells.Read{Caller: b.caller(shells.PTYFamily, ""), ShellID: id, Screen: true}, channel.RequestTimeout)
