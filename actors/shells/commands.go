@@ -233,15 +233,30 @@ func (s *service) interrupt(ctx actor.Context, sh *shell) {
 	ctx.Send(s.spec.Root, &terminal.Write{URI: sh.uri, Data: data})
 }
 
-// read answers what a shell printed since the last read, or its screen.
-func (s *service) read(ctx actor.Context, m *Read) {
-	if !m.Principal.Can(auth.GrantTerminalOutput) {
-		ctx.Respond(&Result{Err: refused(m.Principal, auth.GrantTerminalOutput)})
-		return
+// target is the shell a call names, once the caller's grant is checked; alive
+// also refuses a shell that has ended. On a refusal the call is answered and ok is
+// false.
+func (s *service) target(ctx actor.Context, c Caller, grant, id string, alive bool) (sh *shell, ok bool) {
+	if !c.Principal.Can(grant) {
+		ctx.Respond(&Result{Err: refused(c.Principal, grant)})
+		return nil, false
 	}
-	sh, err := s.find(m.Chat, m.ShellID)
+	sh, err := s.find(c.Chat, id)
 	if err != nil {
 		ctx.Respond(&Result{Err: err})
+		return nil, false
+	}
+	if alive && sh.exited {
+		ctx.Respond(&Result{ShellID: sh.id, Err: fmt.Errorf("shell %s has ended; nothing can be typed into it or resized", sh.id)})
+		return nil, false
+	}
+	return sh, true
+}
+
+// read answers what a shell printed since the last read, or its screen.
+func (s *service) read(ctx actor.Context, m *Read) {
+	sh, ok := s.target(ctx, m.Caller, auth.GrantTerminalOutput, m.ShellID, false)
+	if !ok {
 		return
 	}
 	sh.lastUsed = time.Now()
@@ -263,6 +278,7 @@ func (s *service) read(ctx actor.Context, m *Read) {
 	}
 	var filter *agenttools.Filter
 	if m.Filter != "" {
+		var err error
 		if filter, err = agenttools.NewFilter(m.Filter); err != nil {
 			ctx.Respond(&Result{Err: err})
 			return
@@ -295,17 +311,8 @@ func (s *service) readResult(sh *shell, text string) *Result {
 
 // write types into a shell and answers once it has quieted down.
 func (s *service) write(ctx actor.Context, m *Write) {
-	if !m.Principal.Can(auth.GrantTerminalInput) {
-		ctx.Respond(&Result{Err: refused(m.Principal, auth.GrantTerminalInput)})
-		return
-	}
-	sh, err := s.find(m.Chat, m.ShellID)
-	if err != nil {
-		ctx.Respond(&Result{Err: err})
-		return
-	}
-	if sh.exited {
-		ctx.Respond(&Result{ShellID: sh.id, Err: fmt.Errorf("shell %s has ended; nothing can be typed into it", sh.id)})
+	sh, ok := s.target(ctx, m.Caller, auth.GrantTerminalInput, m.ShellID, true)
+	if !ok {
 		return
 	}
 	data := m.Text
@@ -369,21 +376,12 @@ func (s *service) answerWrite(ctx actor.Context, sh *shell) {
 
 // resize changes a shell's size.
 func (s *service) resize(ctx actor.Context, m *Resize) {
-	if !m.Principal.Can(auth.GrantTerminalResize) {
-		ctx.Respond(&Result{Err: refused(m.Principal, auth.GrantTerminalResize)})
-		return
-	}
 	if m.Cols <= 0 || m.Rows <= 0 || m.Cols > 1000 || m.Rows > 1000 {
 		ctx.Respond(&Result{Err: fmt.Errorf("cols and rows must be 1 to 1000, not %d×%d", m.Cols, m.Rows)})
 		return
 	}
-	sh, err := s.find(m.Chat, m.ShellID)
-	if err != nil {
-		ctx.Respond(&Result{Err: err})
-		return
-	}
-	if sh.exited {
-		ctx.Respond(&Result{ShellID: sh.id, Err: fmt.Errorf("shell %s has ended", sh.id)})
+	sh, ok := s.target(ctx, m.Caller, auth.GrantTerminalResize, m.ShellID, true)
+	if !ok {
 		return
 	}
 	s.resizeShell(ctx, sh, m.Cols, m.Rows)
@@ -474,13 +472,8 @@ func (s *service) kill(ctx actor.Context, m *Kill) {
 
 // stop interrupts a shell's command.
 func (s *service) stop(ctx actor.Context, m *Stop) {
-	if !m.Principal.Can(auth.GrantTerminalInput) {
-		ctx.Respond(&Result{Err: refused(m.Principal, auth.GrantTerminalInput)})
-		return
-	}
-	sh, err := s.find(m.Chat, m.ShellID)
-	if err != nil {
-		ctx.Respond(&Result{Err: err})
+	sh, ok := s.target(ctx, m.Caller, auth.GrantTerminalInput, m.ShellID, false)
+	if !ok {
 		return
 	}
 	s.interrupt(ctx, sh)
