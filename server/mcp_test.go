@@ -561,3 +561,34 @@ func TestMCPFullScreenProgramAnswersAndStaysInItsShell(t *testing.T) {
 		return strings.Contains(typed.text+r.text, "left-with-q") && strings.Contains(r.latest, "idle")
 	})
 }
+
+func TestMCPStopBackgroundWorkInterruptsTheCommand(t *testing.T) {
+	h := ptyHost(t)
+	a := h.mcpAgent(h.owner, "tools=host")
+	a.call("list_bash", map[string]any{})
+	c := h.dial("stopper")
+	var listed struct {
+		Items []struct {
+			Resource string `json:"resource"`
+		} `json:"items"`
+	}
+	_ = json.Unmarshal(c.mustRequest("listSessions", map[string]any{}), &listed)
+	chat := listed.Items[0].Resource + "/chat"
+	if _, err := c.Subscribe(c.ctx(), chat); err != nil {
+		t.Fatal(err)
+	}
+	bg := a.call("bash", map[string]any{"command": "echo looping; while true; do sleep 0.05; done", "mode": "async"})
+	set := c.waitAction(chat, "chat/backgroundWorkSet")
+	var work struct {
+		Work struct {
+			ID string `json:"id"`
+		} `json:"work"`
+	}
+	_ = json.Unmarshal(set.Action, &work)
+	a.until("read_bash", map[string]any{"shell_id": bg.shellID()}, func(r toolResult) bool { return strings.Contains(r.text, "looping") })
+	c.mustRequest("vscode/stopBackgroundWork", map[string]any{"chat": chat, "id": work.Work.ID})
+	c.waitAction(chat, "chat/backgroundWorkRemoved")
+	a.waitLogs("the interrupted command's wake", func(logs []string) bool {
+		return len(logs) > 0 && strings.Contains(logs[len(logs)-1], "exit code 130")
+	})
+}
