@@ -6,15 +6,19 @@
 //
 // Commands:
 //
-//	say TEXT          streams TEXT as an agent message, in three chunks
+//	say TEXT          streams TEXT as an agent message, in three chunks (each say a
+//	                  message of its own, with an id)
 //	think TEXT        streams TEXT as a thought, in two chunks
 //	plan A | B | …    sends a plan whose entries are A, B, … (the first in progress)
 //	ask               asks permission for a tool call; says "allowed" or "refused"
 //	run CMD ARGS…     runs CMD in a client terminal as a tool call; says "exit N: OUTPUT"
-//	read PATH         reads a file through the client; says its text or "error: …"
+//	read PATH [LINE [LIMIT]]
+//	                  reads a file (from LINE, 1-based, for LIMIT lines) through the
+//	                  client; says its text or "error: …"
 //	write PATH TEXT   writes TEXT to a file through the client; says "wrote PATH" or "error: …"
 //	sleep MS          waits MS milliseconds; a cancel ends the turn as cancelled
 //	crash             exits with status 1, there and then
+//	pid               says its process id
 //	mcp bash CMD      calls the bash tool of the session's MCP server; says its text
 //
 // With --load it offers session/load, and loading any id succeeds (it keeps nothing).
@@ -183,9 +187,11 @@ func (t *turn) update(u acp.SessionUpdate) error {
 	return t.a.conn.SessionUpdate(t.ctx, acp.SessionNotification{SessionId: t.id, Update: u})
 }
 
+// say streams text as one message, in chunks that name it.
 func (t *turn) say(text string) error {
+	id := fmt.Sprintf("msg-%d-%d", os.Getpid(), t.a.ids.Add(1))
 	for _, c := range chunks(text, 3) {
-		if err := t.update(acp.UpdateAgentMessageText(c)); err != nil {
+		if err := t.update(acp.SessionUpdate{AgentMessageChunk: &acp.SessionUpdateAgentMessageChunk{Content: acp.TextBlock(c), MessageId: &id}}); err != nil {
 			return err
 		}
 	}
@@ -224,7 +230,20 @@ func (t *turn) do(line string) error {
 	case "run":
 		return t.run(strings.Fields(rest))
 	case "read":
-		res, err := t.a.conn.ReadTextFile(t.ctx, acp.ReadTextFileRequest{SessionId: t.id, Path: rest})
+		args := strings.Fields(rest)
+		if len(args) == 0 {
+			return t.say("error: read what?")
+		}
+		req := acp.ReadTextFileRequest{SessionId: t.id, Path: args[0]}
+		if len(args) > 1 {
+			n, _ := strconv.Atoi(args[1])
+			req.Line = &n
+		}
+		if len(args) > 2 {
+			n, _ := strconv.Atoi(args[2])
+			req.Limit = &n
+		}
+		res, err := t.a.conn.ReadTextFile(t.ctx, req)
 		if err != nil {
 			return t.say("error: " + errorText(err))
 		}
@@ -250,6 +269,8 @@ func (t *turn) do(line string) error {
 		log.Printf("crashing as asked")
 		os.Exit(1)
 		return nil
+	case "pid":
+		return t.say(strconv.Itoa(os.Getpid()))
 	case "mcp":
 		return t.mcp(rest)
 	default:
@@ -283,8 +304,8 @@ func (t *turn) ask() error {
 	if err := t.update(acp.UpdateToolCall(id, acp.WithUpdateStatus(status))); err != nil {
 		return err
 	}
-	if res.Outcome.Cancelled != nil && t.ctx.Err() != nil {
-		return errCancelled
+	if res.Outcome.Cancelled != nil {
+		return errCancelled // ACP: the client cancelled the turn
 	}
 	return t.say(word)
 }
