@@ -53,7 +53,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// testLog is a log that writes into the test while it runs, and nowhere after.
+// testLog is a log that writes into the test while it runs, and nowhere after; an
+// Error fails the test.
 type testLog struct {
 	mu   sync.Mutex
 	t    *testing.T
@@ -64,7 +65,12 @@ func (l *testLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.done {
-		l.t.Log(strings.TrimSuffix(string(p), "\n"))
+		line := strings.TrimSuffix(string(p), "\n")
+		l.t.Log(line)
+		// Error means a bug or an operator must act (STYLE.md 5): none is expected.
+		if strings.Contains(line, "level=ERROR") {
+			l.t.Errorf("an error was logged: %s", line)
+		}
 	}
 	return len(p), nil
 }
@@ -269,6 +275,25 @@ func (h *harness) waitFor(what string, ok func([]any) bool) []any {
 		case <-h.rec.wake:
 		case <-deadline:
 			h.t.Fatalf("no %s; the runner sent:\n%s", what, dump(msgs))
+		}
+	}
+}
+
+// waitListed waits until the root's terminal list satisfies ok.
+func (h *harness) waitListed(what string, ok func([]string) bool) {
+	h.t.Helper()
+	deadline := time.After(waitTimeout)
+	for {
+		h.lists.mu.Lock()
+		latest := slices.Clone(h.lists.latest)
+		h.lists.mu.Unlock()
+		if ok(latest) {
+			return
+		}
+		select {
+		case <-h.lists.wake:
+		case <-deadline:
+			h.t.Fatalf("the root never listed %s; it lists %q", what, latest)
 		}
 	}
 }

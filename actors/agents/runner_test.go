@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -296,7 +295,7 @@ func TestCancelEndsTheTurnCancelled(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	turn := h.prompt("say zzz", "sleep 20000", "say woke")
 	queued := h.prompt("say never")
-	h.waitFor("the agent saying zzz", func([]any) bool { return len(h.actions(turn)) > 0 })
+	h.waitFor("the agent saying zzz", func([]any) bool { return h.said(turn) == "zzz" })
 	h.system.Root.Send(h.runner, &session.AgentCancel{Chat: h.chat, TurnID: queued})
 	if end := h.ended(queued); end.StopReason != "cancelled" || end.Err != "" {
 		t.Errorf("the queued turn ended %+v", end)
@@ -342,14 +341,11 @@ func TestUnknownAgentIsLost(t *testing.T) {
 func TestStopEndsTheAgentAndItsTerminals(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	turn := h.prompt("pid", "run sleep 60")
-	h.waitFor("the agent's pid and its terminal", func([]any) bool {
-		if len(h.toolCalls(turn)) == 0 {
-			return false
-		}
-		h.lists.mu.Lock()
-		defer h.lists.mu.Unlock()
-		return len(h.lists.latest) == 1
+	h.waitFor("the agent's terminal in its tool call", func([]any) bool {
+		calls := h.toolCalls(turn)
+		return len(calls) == 1 && calls[0]["content"] != nil
 	})
+	h.waitListed("the agent's terminal", func(uris []string) bool { return len(uris) == 1 })
 	pid, err := strconv.Atoi(h.said(turn))
 	if err != nil {
 		t.Fatalf("the agent said %q, want its pid", h.said(turn))
@@ -358,20 +354,7 @@ func TestStopEndsTheAgentAndItsTerminals(t *testing.T) {
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("the agent (pid %d) is still there after the runner stopped: %v", pid, err)
 	}
-	deadline := time.After(waitTimeout)
-	for {
-		h.lists.mu.Lock()
-		n := len(h.lists.latest)
-		h.lists.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		select {
-		case <-h.lists.wake:
-		case <-deadline:
-			t.Fatalf("the agent's terminal is still listed after the runner stopped")
-		}
-	}
+	h.waitListed("no terminal", func(uris []string) bool { return len(uris) == 0 })
 }
 
 // TestMCPServerOffered: an agent that takes MCP over HTTP is offered the host's MCP
