@@ -171,7 +171,6 @@ func (r *runner) tell(m any) {
 // start starts a process and initializes it.
 func (r *runner) start(ctx actor.Context) {
 	r.phase = starting
-	var proc *agentProc
 	proc, err := startProcess(r.argv, r.cwd, r.client, r.log, &r.wg, func(p *agentProc) { r.tell(&procExited{proc: p}) })
 	if err != nil {
 		r.lose(ctx, fmt.Sprintf("it could not start: %v", err))

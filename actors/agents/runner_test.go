@@ -384,3 +384,29 @@ func TestMCPServerOffered(t *testing.T) {
 		t.Errorf("the agent said %q (MCP asked for %q)", got, asked)
 	}
 }
+
+// TestResumesAnEarlierConversation: with the id of an earlier run's conversation, an
+// agent that can load sessions loads it; one that cannot starts a new one.
+func TestResumesAnEarlierConversation(t *testing.T) {
+	t.Run("load", func(t *testing.T) {
+		h := newHarness(t, harnessOptions{argv: []string{scriptAgent, "--load"}, agentSessionID: "earlier-1"})
+		if started := first[*session.AgentStarted](h, "AgentStarted"); started.AgentSessionID != "earlier-1" {
+			t.Errorf("an agent that loads sessions started %+v, want the earlier conversation", started)
+		}
+	})
+	t.Run("new", func(t *testing.T) {
+		h := newHarness(t, harnessOptions{agentSessionID: "earlier-1"})
+		if started := first[*session.AgentStarted](h, "AgentStarted"); started.AgentSessionID == "earlier-1" || started.AgentSessionID == "" {
+			t.Errorf("an agent that cannot load sessions started %+v, want a new conversation", started)
+		}
+	})
+}
+
+// TestAgentThatCannotStartIsLost: a program that is not there leaves the agent lost,
+// saying why.
+func TestAgentThatCannotStartIsLost(t *testing.T) {
+	h := newHarness(t, harnessOptions{argv: []string{"/nonexistent/agent"}})
+	if lost := first[*session.AgentLost](h, "AgentLost"); !strings.Contains(lost.Reason, "could not start") || !strings.Contains(lost.Reason, "/nonexistent/agent") {
+		t.Errorf("AgentLost %+v", lost)
+	}
+}
