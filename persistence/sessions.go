@@ -29,6 +29,13 @@ type SessionRecord struct {
 	Created    time.Time `json:"created,omitzero"`
 	FirstStart time.Time `json:"firstStart,omitzero"`
 	LastEnd    time.Time `json:"lastEnd,omitzero"`
+	// Agent is the name of the agent the session was made with ("" for none), and
+	// AgentSessionID the agent's own id for its conversation, for the agent to resume
+	// it after the host restarts.
+	Agent          string `json:"agent,omitempty"`
+	AgentSessionID string `json:"agentSessionId,omitempty"`
+	// Creator is the user who made the session, "" when unknown.
+	Creator string `json:"creator,omitempty"`
 	// Chats are the session's chats that keep something (local turns or terminals),
 	// sorted. They are read from the chat folders, never stored: SaveSession ignores them.
 	Chats []string `json:"-"`
@@ -113,7 +120,8 @@ func (s *Store) keepRecord(r SessionRecord) error {
 // is never kept).
 func sameRecordBut(a, b SessionRecord) bool {
 	return a.URI == b.URI && a.Title == b.Title && a.Renamed == b.Renamed && slices.Equal(a.WorkingDirectories, b.WorkingDirectories) &&
-		a.Created.Equal(b.Created) && a.FirstStart.Equal(b.FirstStart)
+		a.Created.Equal(b.Created) && a.FirstStart.Equal(b.FirstStart) &&
+		a.Agent == b.Agent && a.AgentSessionID == b.AgentSessionID && a.Creator == b.Creator
 }
 
 // rememberRecord notes r as the record kept on disk; the caller holds its record lock.

@@ -46,13 +46,15 @@ type Unsubscribe struct {
 
 // Dispatch is a client's dispatchAction, already decoded. Raw is the action as the
 // client sent it, echoed back unchanged when accepted. Sub is the sender's queue, for
-// a rejection that goes to the sender alone.
+// a rejection that goes to the sender alone. By is the signed-in user who sent it
+// ("" for nobody): whose turn a chat/turnStarted is.
 type Dispatch struct {
 	Channel string
 	Action  *messages.Action
 	Raw     json.RawMessage
 	Origin  messages.Origin
 	Sub     delivery.Subscriber
+	By      string
 }
 
 // Reject echoes d to its sender alone with the reason it was refused.

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,6 +56,15 @@ type Options struct {
 	// ToolService makes the props of each session's agent shell service, spawned
 	// by the session when first asked for (session.ToolServiceQuery). Nil: none.
 	ToolService func(session.ToolServiceSpec) *actor.Props
+	// Agents are the names of the agents this host runs, listed on root state
+	// (`agents`) for a client to pick one by in createSession (`provider`). Agent
+	// makes the runner of a session made with one (session.Config.Agent); without
+	// it no agent is listed.
+	Agents []string
+	Agent  func(session.AgentSpec) *actor.Props
+	// OnConfig, when set, is told root config's values after every change, from the
+	// root's mailbox: it must not block, and the map is its own.
+	OnConfig func(values map[string]any)
 
 	// sessions is the one session scanner the root's terminals share (set by
 	// WithDefaults, which the root's props call).
@@ -82,7 +93,37 @@ func (o Options) terminalConfig(journal *delivery.Journal) terminal.Config {
 // sessionConfig is what the root's sessions are made with.
 func (o Options) sessionConfig(journal *delivery.Journal) session.Config {
 	return session.Config{Journal: journal, Store: o.Store, DefaultShell: o.DefaultShell, CommandTimeout: o.CommandTimeout,
-		PresenceGrace: o.PresenceGrace, Logger: o.Logger, ToolService: o.ToolService}
+		PresenceGrace: o.PresenceGrace, Logger: o.Logger, ToolService: o.ToolService, Agents: o.agents(), Agent: o.Agent}
+}
+
+// agents are the names of the agents sessions may be made with: none without a
+// runner to run them.
+func (o Options) agents() []string {
+	if o.Agent == nil {
+		return nil
+	}
+	return o.Agents
+}
+
+// agentInfo is one entry of root state's `agents` (state.schema.json AgentInfo).
+type agentInfo struct {
+	Provider    string `json:"provider"`
+	DisplayName string `json:"displayName"`
+	Description string `json:"description"`
+	Models      []any  `json:"models"`
+}
+
+// agentList is root state's `agents`: one AgentInfo per agent this host runs, in the
+// order they were named. Their command lines are not listed: root state is read by
+// everybody, signed in or not.
+func (o Options) agentList() []json.RawMessage {
+	list := []json.RawMessage{}
+	for _, name := range o.agents() {
+		raw, _ := json.Marshal(agentInfo{Provider: name, DisplayName: name, Models: []any{},
+			Description: "An ACP agent this host runs; every command it runs is a terminal of this host."})
+		list = append(list, raw)
+	}
+	return list
 }
 
 // Root config keys.
@@ -161,7 +202,7 @@ func NewProps(opts Options, journal *delivery.Journal) *actor.Props {
 			sessions: map[string]*actor.PID{}, chats: map[string]*actor.PID{}}
 		h.behavior.Become(h.serving)
 		h.root = messages.RootState{
-			Agents:    []json.RawMessage{},
+			Agents:    opts.agentList(),
 			Terminals: &[]messages.TerminalInfo{},
 			Config: &messages.RootConfig{
 				Schema: rootConfigSchema(),
@@ -590,6 +631,9 @@ func (h *rootActor) dispatch(ctx actor.Context, m *channel.Dispatch) {
 	messages.ReduceRoot(&h.root, m.Action)
 	origin := m.Origin
 	h.broadcast(&messages.Envelope{Channel: messages.RootURI, Action: m.Raw, Origin: &origin})
+	if h.opts.OnConfig != nil {
+		h.opts.OnConfig(maps.Clone(h.root.Config.Values))
+	}
 }
 
 func isAbs(p string) bool { return len(p) > 0 && p[0] == '/' }
@@ -671,7 +715,15 @@ func (h *rootActor) createSession(ctx actor.Context, m *session.Create) {
 		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeInvalidParams, "%s is already a channel here", m.URI)})
 		return
 	}
-	rec := persistence.SessionRecord{URI: m.URI, WorkingDirectories: m.WorkingDirectories, Created: time.Now()}
+	agent := m.Agent
+	if agent == session.HostProvider && !slices.Contains(h.opts.agents(), agent) {
+		agent = "" // the provider of a session without an agent
+	}
+	if agent != "" && !slices.Contains(h.opts.agents(), agent) {
+		ctx.Respond(&session.Result{Err: messages.Errorf(session.CodeProviderNotFound, "No agent %q on this host; the agents are listed on root state (agents)", m.Agent)})
+		return
+	}
+	rec := persistence.SessionRecord{URI: m.URI, WorkingDirectories: m.WorkingDirectories, Created: time.Now(), Agent: agent, Creator: m.By}
 	pid := ctx.Spawn(session.NewProps(h.opts.sessionConfig(h.journal), rec, false))
 	h.sessions[m.URI] = pid
 	h.chats[m.URI+"/chat"] = pid

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -25,13 +27,17 @@ type Terminals struct {
 	system *actor.ActorSystem
 	root   *actor.PID
 	store  *persistence.Store // where outputs are kept; nil keeps nothing
-	keys   atomic.Int64
+	// epoch and keys make the key of a terminal opened for no tool call: the epoch
+	// tells this seam's keys from an earlier seam's of the same chat (one before a
+	// restart), whose kept outputs are still answered under theirs.
+	epoch string
+	keys  atomic.Int64
 }
 
 // NewTerminals makes the seam over a running root actor. What its terminals print is
 // kept in store when they exit or are released (nil keeps nothing).
 func NewTerminals(system *actor.ActorSystem, root *actor.PID, store *persistence.Store) *Terminals {
-	return &Terminals{system: system, root: root, store: store}
+	return &Terminals{system: system, root: root, store: store, epoch: strconv.FormatInt(time.Now().UnixNano(), 36)}
 }
 
 // KeepOutput keeps an output no terminal printed (a file a backend's harness saved
@@ -86,7 +92,7 @@ func (ts *Terminals) Open(ctx context.Context, spec OpenSpec) (*BackendTerminal,
 	}
 	key := spec.ToolCallID
 	if key == "" {
-		key = fmt.Sprintf("backend-%d", ts.keys.Add(1))
+		key = fmt.Sprintf("backend-%s-%d", ts.epoch, ts.keys.Add(1))
 	}
 	bt := &BackendTerminal{URI: commandTerminalURI(spec.Chat, key), ts: ts, spec: spec, key: key, exited: make(chan struct{})}
 	bt.pid = ts.system.Root.Spawn(actor.PropsFromFunc(bt.receive))

@@ -48,9 +48,9 @@ type StopBackgroundWork struct {
 // becomes a turn whose message is Text with origin systemNotification and _meta
 // holding Meta, with By (the person whose call started what woke it, if any) under
 // "termhost.by". A chat running a turn queues it, as a queued pending message; an
-// idle chat starts it at once. With no agent on this host to read it, the turn
-// completes at once: the notification is its content. A wake for a chat the session
-// does not hold is dropped.
+// idle chat starts it at once. A session with an agent hands the turn to the agent
+// as a prompt, By's; without one, the turn completes at once: the notification is
+// its content. A wake for a chat the session does not hold is dropped.
 type Wake struct {
 	Chat, Text, By string
 	Meta           map[string]any
@@ -68,10 +68,12 @@ type ToolServiceQuery struct {
 
 // ToolServiceResult answers ToolServiceQuery: the service's PID; nil with no Err when
 // the host runs no service (Config.ToolService is nil); Err when there is no such
-// session or the host is closing.
+// session or the host is closing. Creator is the user who made the session ("" when
+// unknown), whose rights an agent's own connection to the tools acts with.
 type ToolServiceResult struct {
-	PID *actor.PID
-	Err *messages.Error
+	PID     *actor.PID
+	Err     *messages.Error
+	Creator string
 }
 
 // ToolServiceSpec is what a session's agent shell service is made for.
@@ -149,10 +151,17 @@ func (s *session) stopBackgroundWork(ctx actor.Context, m *StopBackgroundWork) {
 }
 
 // ownerGone takes the rows of an owner that stopped off their chats, and forgets the
-// tool service when it was that.
-func (s *session) ownerGone(who *actor.PID) {
+// tool service when it was that. An agent runner that stopped while the session goes
+// on is its agent lost.
+func (s *session) ownerGone(ctx actor.Context, who *actor.PID) {
 	if s.tools != nil && s.tools.Equal(who) {
 		s.tools = nil
+	}
+	if s.agent != nil && s.agent.Equal(who) {
+		s.agent = nil
+		if !s.closed && !s.disposed {
+			s.agentLost(ctx, "its runner stopped")
+		}
 	}
 	for _, uri := range s.order {
 		c := s.chats[uri]
@@ -180,7 +189,7 @@ func (s *session) wake(ctx actor.Context, m *Wake) {
 	}
 	msg := messages.SystemNotificationMessage(m.Text, meta)
 	s.seq++
-	if _, _, queued := c.state.FirstQueued(); c.busy != "" || queued {
+	if _, _, queued := c.state.FirstQueued(); c.busy != "" || c.agentTurn != "" || queued {
 		// It waits its turn where clients see it, and starts after those before it.
 		id := fmt.Sprintf("wake-%d-%d", time.Now().UnixNano(), s.seq)
 		s.chatAction(c, messages.ChatPendingMessageSetAction{Kind: messages.PendingQueued, ID: id, Message: msg})
@@ -189,7 +198,7 @@ func (s *session) wake(ctx actor.Context, m *Wake) {
 	}
 	turnID := fmt.Sprintf("turn-%d-%d", time.Now().UnixNano(), s.seq)
 	s.chatAction(c, messages.ChatTurnStartedAction{TurnID: turnID, StartedAt: isoTime(time.Now()), Message: msg})
-	s.startTurn(ctx, c, turnID, msg)
+	s.startTurn(ctx, c, turnID, msg, m.By)
 }
 
 // toolService answers ToolServiceQuery, spawning the service the first time.
@@ -212,7 +221,7 @@ func (s *session) toolService(ctx actor.Context) {
 			s.tools = pid
 		}
 	}
-	ctx.Respond(&ToolServiceResult{PID: s.tools})
+	ctx.Respond(&ToolServiceResult{PID: s.tools, Creator: s.record.Creator})
 }
 
 // stopTools stops the tool service, if there is one, and returns the future of its

@@ -73,12 +73,19 @@ func commandOf(text string) (string, bool) {
 	return cmd, cmd != ""
 }
 
-// startTurn runs a turn that has started with msg: a system notification (a Wake)
-// completes at once, being its own content; a `!` command runs in a terminal;
-// anything else ends at once with the no-agent error. Then the next queued message
-// starts. A wake is told from a person's text by its origin, never by its text.
-func (s *session) startTurn(ctx actor.Context, c *chat, turnID string, msg messages.Message) {
+// startTurn runs a turn that has started with msg, by is whose turn it is ("" when
+// unknown): in a session with an agent, anything but a `!` command goes to the agent
+// (agentside.go), wakes included. Without one, a system notification (a Wake)
+// completes at once, being its own content, and anything but a `!` command ends at
+// once with the no-agent error; then the next queued message starts. A `!` command
+// runs in a terminal. A wake is told from a person's text by its origin, never by its
+// text.
+func (s *session) startTurn(ctx actor.Context, c *chat, turnID string, msg messages.Message, by string) {
 	c.busy = turnID
+	if s.agentTakes(msg) {
+		s.promptAgent(ctx, c, turnID, msg, by)
+		return
+	}
 	if msg.OriginKind() == messages.OriginSystemNotification {
 		s.chatAction(c, messages.ChatTurnCompleteAction{TurnID: turnID, Duration: 0})
 		c.lastTurn = turnID
@@ -98,20 +105,28 @@ func (s *session) startTurn(ctx actor.Context, c *chat, turnID string, msg messa
 	s.runCommand(ctx, c, turnID, text, command)
 }
 
-// drainQueue starts the first queued message once the chat is idle.
+// drainQueue starts the first queued message once the chat is idle: no turn runs,
+// and the agent is not still ending a turn a `!` command took the place of. What the
+// chat has to say of its agent goes first.
 func (s *session) drainQueue(ctx actor.Context, c *chat) {
 	if c.busy != "" {
+		return
+	}
+	s.flushNotices(c)
+	if c.agentTurn != "" {
 		return
 	}
 	id, msg, ok := c.state.FirstQueued()
 	if !ok {
 		return
 	}
+	by := c.queuedBy[id]
+	delete(c.queuedBy, id)
 	s.chatAction(c, messages.ChatPendingMessageRemovedAction{Kind: messages.PendingQueued, ID: id})
 	s.seq++
 	turnID := fmt.Sprintf("turn-%d-%d", time.Now().UnixNano(), s.seq)
 	s.chatAction(c, messages.ChatTurnStartedAction{TurnID: turnID, StartedAt: isoTime(time.Now()), Message: msg, QueuedMessageID: id})
-	s.startTurn(ctx, c, turnID, msg)
+	s.startTurn(ctx, c, turnID, msg, by)
 }
 
 // runCommand shows the command as a running tool call and asks the root for its

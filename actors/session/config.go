@@ -33,6 +33,18 @@ type Config struct {
 	// child of the session on the first ToolServiceQuery and stopped with it. Nil:
 	// the host runs none, and the query is answered with no PID.
 	ToolService func(ToolServiceSpec) *actor.Props
+	// Agents are the names of the agents this host runs (Create.Agent names one).
+	// A restored session whose agent is no longer among them has no agent: its
+	// turns end saying so.
+	Agents []string
+	// Agent makes the props of a session's agent runner, spawned as a child of a
+	// session made with an agent when it starts, and stopped with it (agent.go). Nil:
+	// no session has an agent.
+	Agent func(AgentSpec) *actor.Props
+	// AgentCancelGrace is how long a client's cancel of an agent's turn waits for
+	// the agent to end it (AgentTurnEnded) before the session ends it as cancelled
+	// itself. Default 10 s.
+	AgentCancelGrace time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -41,6 +53,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PresenceGrace <= 0 {
 		c.PresenceGrace = 30 * time.Second
+	}
+	if c.AgentCancelGrace <= 0 {
+		c.AgentCancelGrace = 10 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -48,11 +48,23 @@ func (s *session) dispatch(ctx actor.Context, m *channel.Dispatch) {
 			return
 		}
 		s.echo(c, m, folded)
+		if a.Kind == messages.PendingQueued {
+			c.queuedBy[a.ID] = m.By
+		}
 		if a.Kind == messages.PendingQueued && c.busy == "" {
 			s.drainQueue(ctx, c)
 		}
-	case messages.ChatPendingMessageRemoved, messages.ChatQueuedMessagesReordered:
+	case messages.ChatPendingMessageRemoved:
+		var a messages.ChatPendingMessageRemovedAction
+		readLoosely(m.Raw, &a)
+		if a.Kind == messages.PendingQueued {
+			delete(c.queuedBy, a.ID)
+		}
 		s.echo(c, m, folded)
+	case messages.ChatQueuedMessagesReordered:
+		s.echo(c, m, folded)
+	case messages.ChatToolCallConfirmed:
+		s.confirmPermission(c, m, folded)
 	case messages.ChatTurnCancelled:
 		var a messages.ChatTurnCancelledAction
 		readLoosely(m.Raw, &a)
@@ -63,6 +75,11 @@ func (s *session) dispatch(ctx actor.Context, m *channel.Dispatch) {
 		if c.keeping(a.TurnID) {
 			// Its command ended; the turn completes as soon as it is on disk.
 			m.Reject(s.journal, "the turn has ended and is being kept")
+			return
+		}
+		if c.agentTurn != "" && c.agentTurn == a.TurnID {
+			// The agent ends its turn; the cancel is echoed when it has.
+			s.cancelAgentTurn(ctx, c, m, folded)
 			return
 		}
 		s.echo(c, m, folded)
@@ -82,8 +99,10 @@ func (s *session) dispatch(ctx actor.Context, m *channel.Dispatch) {
 // would be a message no agent ever hears, shown as the host's.
 const notificationIsHosts = "a message with origin systemNotification is the host's to send"
 
-// clientTurnStarted starts the turn a client sent: a `!` command runs, anything
-// else ends with the no-agent error.
+// clientTurnStarted starts the turn a client sent: a `!` command runs; anything else
+// goes to the session's agent, or ends with the no-agent error in a session without
+// one. A message for the agent while it is on a turn is refused (a client queues it);
+// a `!` command takes the place of the agent's turn, and the agent is asked to stop.
 func (s *session) clientTurnStarted(ctx actor.Context, c *chat, m *channel.Dispatch, folded map[string]any) {
 	var a messages.ChatTurnStartedAction
 	readLoosely(m.Raw, &a)
@@ -98,8 +117,17 @@ func (s *session) clientTurnStarted(ctx actor.Context, c *chat, m *channel.Dispa
 		m.Reject(s.journal, notificationIsHosts)
 		return
 	}
+	toAgent := s.agentTakes(a.Message)
+	if toAgent && c.agentTurn != "" {
+		m.Reject(s.journal, fmt.Sprintf("the agent is still on turn %s: queue the message (chat/pendingMessageSet) or cancel that turn first", c.agentTurn))
+		return
+	}
 	s.echo(c, m, folded)
-	s.startTurn(ctx, c, a.TurnID, a.Message)
+	delete(c.queuedBy, a.QueuedMessageID)
+	if !toAgent && c.agentTurn != "" && c.agentTurn == c.busy {
+		s.displaceAgentTurn(ctx, c)
+	}
+	s.startTurn(ctx, c, a.TurnID, a.Message, m.By)
 }
 
 // echo folds a client's action into the chat and sends it, as the client sent it, to

@@ -15,6 +15,7 @@ func (s *session) restore() {
 	for _, chatURI := range s.record.Chats {
 		modified := isoTime(s.record.LastEnd)
 		c := &chat{uri: chatURI, state: messages.NewChatState(chatURI, "Chat", modified), subs: map[delivery.Subscriber]bool{}, runs: map[string]*commandRun{}}
+		c.agentChat.init()
 		turns, err := s.store.Turns(s.uri, chatURI)
 		if err != nil {
 			s.cfg.Logger.Warn("a chat's kept turns could not be read", "chat", chatURI, "err", err)

@@ -20,10 +20,14 @@ import (
 
 // Messages of sessions and chats.
 
-// Create opens a session with its default chat; the answer is a *Result.
+// Create opens a session with its default chat; the answer is a *Result. Agent names
+// the agent behind it, one of Config.Agents ("" for none: its turns are `!` commands
+// only); By is the user who asks ("" when unknown), kept as the session's creator.
 type Create struct {
 	URI                string
 	WorkingDirectories []string
+	Agent              string
+	By                 string
 }
 
 // CreateChat opens another chat in a session; the answer is a *Result.
@@ -160,6 +164,14 @@ type session struct {
 	// disposed is set once the session is disposed: it is stopping, and spawns no
 	// tool service again.
 	disposed bool
+	// agent is the agent runner, a child spawned when the session starts if it has
+	// an agent (record.Agent); nil before, without one, and after it stopped.
+	agent *actor.PID
+	// agentGone says why the session's agent is gone for good ("" while it is not):
+	// every turn for it ends with that error.
+	agentGone string
+	// restored says the session was brought back from the store after a restart.
+	restored bool
 }
 
 type chat struct {
@@ -179,6 +191,8 @@ type chat struct {
 	// owners are the owners of the chat's background work, by row id: who a
 	// client's stop goes to (see background.go).
 	owners map[string]*actor.PID
+	// The agent's side of the chat (agentside.go).
+	agentChat
 }
 
 // Messages a session sends itself, from a timer or a goroutine watching a terminal.
@@ -204,8 +218,8 @@ func NewProps(cfg Config, rec persistence.SessionRecord, restored bool) *actor.P
 	cfg = cfg.withDefaults()
 	return actor.PropsFromProducer(func() actor.Actor {
 		s := &session{cfg: cfg, journal: cfg.Journal, store: cfg.Store, uri: rec.URI, record: rec, subs: map[delivery.Subscriber]bool{}, chats: map[string]*chat{}, writes: &sync.WaitGroup{},
-			away: map[string]*grace{}}
-		s.state = messages.NewSessionState(provider, rec.Title, rec.WorkingDirectories)
+			away: map[string]*grace{}, restored: restored}
+		s.state = messages.NewSessionState(s.provider(), rec.Title, rec.WorkingDirectories)
 		if restored {
 			s.restore()
 		}
@@ -259,10 +273,27 @@ func (s *session) Receive(ctx actor.Context) {
 		s.wake(ctx, m)
 	case *ToolServiceQuery:
 		s.toolService(ctx)
+	case *AgentActions:
+		s.agentActions(m)
+	case *AgentPermission:
+		s.agentPermission(ctx, m)
+	case *AgentTurnEnded:
+		s.agentTurnEnded(ctx, m)
+	case *AgentStarted:
+		s.agentStarted(m)
+	case *AgentRestarted:
+		s.agentRestarted(ctx, m)
+	case *AgentLost:
+		s.agentLost(ctx, m.Reason)
+	case *agentCancelLapsed:
+		s.agentCancelLapsed(ctx, m)
 	case *actor.Terminated:
-		s.ownerGone(m.Who)
+		s.ownerGone(ctx, m.Who)
 	case *actor.Stopping:
 		s.stopAllAway()
+		s.answerAllPermissions()
+		// The runner stops with the session: that is no agent lost.
+		s.agent = nil
 	}
 }
 
@@ -274,6 +305,9 @@ func (s *session) started(ctx actor.Context) {
 		s.addChat(s.uri + "/chat")
 	}
 	s.tellRootChats(ctx)
+	if s.record.Agent != "" {
+		s.startAgent(ctx)
+	}
 }
 
 func (s *session) createChat(ctx actor.Context, m *CreateChat) {
@@ -299,6 +333,7 @@ func (s *session) disposeChat(ctx actor.Context, m *DisposeChat) {
 		return
 	}
 	s.endRuns(ctx, c)
+	s.endAgentTurn(ctx, c, "", true)
 	delete(s.chats, c.uri)
 	for i, u := range s.order {
 		if u == c.uri {
@@ -322,11 +357,13 @@ func (s *session) disposeChat(ctx actor.Context, m *DisposeChat) {
 func (s *session) dispose(ctx actor.Context) {
 	for _, c := range s.chats {
 		s.endRuns(ctx, c)
+		s.endAgentTurn(ctx, c, "", true)
 	}
-	// The tool service keeps and disposes its terminals as it stops, while the root
-	// still serves; what was kept of the session goes once that is written too.
+	// The agent and the tool service keep and release their terminals as they stop,
+	// while the root still serves; what was kept of the session goes once that is
+	// written too.
 	s.disposed = true
-	s.afterWrites(ctx, s.stopTools(ctx), func() {
+	s.afterWrites(ctx, []*actor.Future{s.stopAgent(ctx), s.stopTools(ctx)}, func() {
 		if err := s.store.DeleteSession(s.uri); err != nil {
 			s.cfg.Logger.Warn("a disposed session's kept data could not be removed", "session", s.uri, "err", err)
 		}
@@ -344,15 +381,19 @@ func (s *session) shutdown(ctx actor.Context) {
 				s.finish(ctx, r, endFailed, false, errors.New(ClosingHost), nil)
 			}
 		}
+		s.endAgentTurn(ctx, c, ClosingHost, true)
 	}
-	// The tool service stops now, while the root still holds the terminals it keeps
-	// and disposes as it stops; the root disposes the rest once every session is done.
-	// The writes it began as it stopped are counted once it has (ToolServiceSpec.Writes).
-	toolsStopped := s.stopTools(ctx)
+	// The agent and the tool service stop now, while the root still holds the
+	// terminals they keep and release as they stop; the root disposes the rest once
+	// every session is done. The writes they began as they stopped are counted once
+	// they have (ToolServiceSpec.Writes, AgentSpec.Writes).
+	stopped := []*actor.Future{s.stopAgent(ctx), s.stopTools(ctx)}
 	sender, system, writes := ctx.Sender(), ctx.ActorSystem(), s.writes
 	go func() {
-		if toolsStopped != nil {
-			_ = toolsStopped.Wait()
+		for _, f := range stopped {
+			if f != nil {
+				_ = f.Wait()
+			}
 		}
 		writes.Wait()
 		system.Root.Send(sender, &channel.ShutdownDone{})
@@ -372,6 +413,7 @@ func (s *session) unsubscribe(m *channel.Unsubscribe) {
 func (s *session) addChat(uri string) *chat {
 	now := isoTime(time.Now())
 	c := &chat{uri: uri, state: messages.NewChatState(uri, "Chat", now), subs: map[delivery.Subscriber]bool{}, runs: map[string]*commandRun{}}
+	c.agentChat.init()
 	s.chats[uri] = c
 	s.order = append(s.order, uri)
 	s.sessionAction(messages.SessionChatAddedAction{Summary: messages.ChatSummary{Resource: uri, Title: "Chat", Status: messages.SessionStatusIdle, ModifiedAt: now}})
@@ -413,7 +455,7 @@ func (s *session) summary() map[string]any {
 	if dirs == nil {
 		dirs = []string{}
 	}
-	raw, _ := json.Marshal(sessionSummary{Provider: provider, Title: s.state.Title(), Status: messages.SessionStatusIdle, Resource: s.uri,
+	raw, _ := json.Marshal(sessionSummary{Provider: s.provider(), Title: s.state.Title(), Status: messages.SessionStatusIdle, Resource: s.uri,
 		CreatedAt: isoTime(created), ModifiedAt: isoTime(modified), WorkingDirectories: dirs})
 	var out map[string]any
 	_ = json.Unmarshal(raw, &out)
@@ -484,11 +526,10 @@ func (s *session) retained(chatURI, key, uri string) *channel.SubscribeResult {
 		return notFound
 	}
 	block, named := c.state.TerminalContent(key, uri)
-	if !named && strings.HasPrefix(key, AgentShellKeyPrefix) {
-		return s.keptAgentShell(chatURI, key, uri)
-	}
 	if !named {
-		return notFound
+		// An agent tool's shell, or a terminal an agent ran through the backend seam
+		// (its key is the seam's, not a tool call's): answered from what was kept.
+		return s.keptAgentShell(chatURI, key, uri)
 	}
 	kept, err := s.store.LoadTerminal(s.uri, chatURI, key)
 	if err != nil && !errors.Is(err, persistence.ErrNotFound) {
@@ -553,14 +594,17 @@ func (s *session) keptAgentShell(chatURI, key, uri string) *channel.SubscribeRes
 }
 
 // afterWrites runs then once every write on its way has landed, off the mailbox, and
-// then answers the request being handled with an empty Result. With first, an actor's
-// stop, the writes are counted once it has stopped: those it began as it stopped
-// (ToolServiceSpec.Writes) are waited for too.
-func (s *session) afterWrites(ctx actor.Context, first *actor.Future, then func()) {
+// then answers the request being handled with an empty Result. With first, actors'
+// stops (nil entries are skipped), the writes are counted once they have stopped:
+// those they began as they stopped (ToolServiceSpec.Writes, AgentSpec.Writes) are
+// waited for too.
+func (s *session) afterWrites(ctx actor.Context, first []*actor.Future, then func()) {
 	sender, system, writes := ctx.Sender(), ctx.ActorSystem(), s.writes
 	go func() {
-		if first != nil {
-			_ = first.Wait()
+		for _, f := range first {
+			if f != nil {
+				_ = f.Wait()
+			}
 		}
 		writes.Wait()
 		then()

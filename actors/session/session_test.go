@@ -101,6 +101,11 @@ type harnessOptions struct {
 	children func(*session.ChatsOf)
 	// toolService is the session's Config.ToolService.
 	toolService func(session.ToolServiceSpec) *actor.Props
+	// agent names the session's agent, run by agentRunner (Config.Agent) with a
+	// cancel grace of cancelGrace (Config.AgentCancelGrace).
+	agent       string
+	agentRunner func(session.AgentSpec) *actor.Props
+	cancelGrace time.Duration
 }
 
 func newHarness(t *testing.T, o harnessOptions) *harness {
@@ -127,7 +132,11 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	if o.workDir != "" {
 		rec.WorkingDirectories = []string{messages.FileURI(o.workDir)}
 	}
-	cfg := session.Config{Journal: journal, Store: o.store, DefaultShell: "/bin/sh", ToolService: o.toolService}
+	if o.agent != "" {
+		rec.Agent = o.agent
+	}
+	cfg := session.Config{Journal: journal, Store: o.store, DefaultShell: "/bin/sh", ToolService: o.toolService,
+		Agent: o.agentRunner, AgentCancelGrace: o.cancelGrace}
 	res, err := system.Root.RequestFuture(root, &spawnSession{props: session.NewProps(cfg, rec, restored)}, waitTimeout).Result()
 	if err != nil {
 		t.Fatalf("spawning the session: %v", err)
@@ -169,7 +178,7 @@ func (h *harness) dispatch(channelURI string, action map[string]any) {
 	}
 	h.seq++
 	h.system.Root.Send(h.session, &channel.Dispatch{Channel: channelURI, Action: &a, Raw: raw,
-		Origin: messages.Origin{ClientID: "unit", ClientSeq: h.seq}, Sub: h.log})
+		Origin: messages.Origin{ClientID: "unit", ClientSeq: h.seq}, Sub: h.log, By: "ann"})
 }
 
 // say starts a turn on the default chat.

@@ -833,7 +833,7 @@ func (c *connection) notification(ctx actor.Context, method string, raw json.Raw
 				return
 			}
 		}
-		d := &channel.Dispatch{Channel: p.Channel, Action: &a, Raw: p.Action, Origin: origin, Sub: c.cfg.Outbox}
+		d := &channel.Dispatch{Channel: p.Channel, Action: &a, Raw: p.Action, Origin: origin, Sub: c.cfg.Outbox, By: c.cfg.Principal.User}
 		if !strings.HasPrefix(a.Type, "terminal/") {
 			ctx.Send(c.cfg.Root, d)
 			return
@@ -863,9 +863,12 @@ func validRaw(raw json.RawMessage) json.RawMessage {
 	return json.RawMessage(`null`)
 }
 
+// createSessionParams are createSession's: Provider names the agent behind the
+// session, one of root state's `agents` ("" for none: its turns are `!` commands).
 type createSessionParams struct {
 	Channel            string   `json:"channel"`
 	WorkingDirectories []string `json:"workingDirectories"`
+	Provider           string   `json:"provider"`
 }
 
 func (c *connection) createSession(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
@@ -877,7 +880,7 @@ func (c *connection) createSession(ctx actor.Context, id json.RawMessage, raw js
 		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel must be an ahp-session: URI"))
 		return
 	}
-	c.askSession(ctx, id, &session.Create{URI: p.Channel, WorkingDirectories: p.WorkingDirectories})
+	c.askSession(ctx, id, &session.Create{URI: p.Channel, WorkingDirectories: p.WorkingDirectories, Agent: p.Provider, By: c.cfg.Principal.User})
 }
 
 type createChatParams struct {

@@ -47,6 +47,13 @@ type Endpoint struct {
 	// whether its protocol version keeps sessions or not.
 	mu       sync.Mutex
 	bindings map[bindingKey]*binding
+
+	// tokens are the session tokens minted for the agents sessions run (see
+	// SessionToken): tokenSessions maps a token's hash to its session,
+	// sessionTokens a session to its token. Guarded by tokensMu.
+	tokensMu      sync.Mutex
+	tokenSessions map[[32]byte]string
+	sessionTokens map[string]string
 }
 
 // bindingKey is what a request's URL binds it to.
@@ -63,7 +70,7 @@ func New(cfg Config) *Endpoint {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Endpoint{cfg: cfg, bindings: map[bindingKey]*binding{}}
+	e := &Endpoint{cfg: cfg, bindings: map[bindingKey]*binding{}, tokenSessions: map[[32]byte]string{}, sessionTokens: map[string]string{}}
 	e.handler = sdk.NewStreamableHTTPHandler(e.serverFor, &sdk.StreamableHTTPOptions{
 		// The host checks Host names itself, with its own --allow-origin list.
 		DisableLocalhostProtection: true,
@@ -83,9 +90,63 @@ func token(r *http.Request) string {
 	return ""
 }
 
+// sessionTokenPrefix starts a session token, told apart from a users-file token
+// (th_…) at a glance in a log or a config.
+const sessionTokenPrefix = "thsess_"
+
+// SessionToken is the token the agent a session runs signs in to /mcp with, minted
+// the first time it is asked for (an agent that restarts gets the same one). It is
+// valid for URLs naming that session (?session=) alone, and only while this host
+// runs: it is held in memory, never written. A connection signed in with it acts with
+// the rights of the person who made the session, as the users file says now; for a
+// session whose maker is unknown (or no longer signs in), with the owner role's
+// terminal grants.
+func (e *Endpoint) SessionToken(session string) string {
+	e.tokensMu.Lock()
+	defer e.tokensMu.Unlock()
+	if t, ok := e.sessionTokens[session]; ok {
+		return t
+	}
+	var buf [32]byte
+	_, _ = rand.Read(buf[:])
+	t := sessionTokenPrefix + hex.EncodeToString(buf[:])
+	e.sessionTokens[session] = t
+	e.tokenSessions[sha256.Sum256([]byte(t))] = session
+	return t
+}
+
+// sessionOf is the session a session token is for, if token is one.
+func (e *Endpoint) sessionOf(token string) (string, bool) {
+	if !strings.HasPrefix(token, sessionTokenPrefix) {
+		return "", false
+	}
+	e.tokensMu.Lock()
+	defer e.tokensMu.Unlock()
+	s, ok := e.tokenSessions[sha256.Sum256([]byte(token))]
+	return s, ok
+}
+
+// agentGrants are what a session token carries when the session's maker is unknown:
+// the terminal grants, the agent shell tools' whole business.
+var agentGrants = []string{auth.GroupTerminalRead, auth.GroupTerminalWrite}
+
+// agentPrincipal is who a connection signed in with a session token acts as: the
+// session's maker, else the owner role's terminal grants.
+func (e *Endpoint) agentPrincipal(creator string) auth.Principal {
+	if p, ok := e.cfg.Auth.UserPrincipal(creator); ok {
+		return p
+	}
+	return e.cfg.Auth.RolePrincipal(auth.RoleOwner, auth.RoleOwner, agentGrants...)
+}
+
 // ServeHTTP signs the request in and hands it to the SDK.
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if _, ok := e.cfg.Auth.Authenticate(token(r)); !ok {
+	if sess, ok := e.sessionOf(token(r)); ok {
+		if r.URL.Query().Get("session") != sess {
+			http.Error(w, "termhost: this token is valid for session "+sess+" only (?session=)", http.StatusForbidden)
+			return
+		}
+	} else if _, ok := e.cfg.Auth.Authenticate(token(r)); !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="termhost"`)
 		http.Error(w, "termhost: sign in with ?tkn=TOKEN or Authorization: Bearer TOKEN", http.StatusUnauthorized)
 		return
@@ -136,8 +197,12 @@ func (e *Endpoint) forget(b *binding) {
 // binding is one MCP connection: who it is, the session and chat it acts in, and the
 // wakes it has not yet been shown.
 type binding struct {
-	e       *Endpoint
-	token   string
+	e     *Endpoint
+	token string
+	// agent says token is a session token (SessionToken): the connection acts as
+	// the session's creator.
+	agent   bool
+	creator string
 	session string
 	chat    string
 	tools   Families
@@ -225,7 +290,8 @@ func (e *Endpoint) bind(r *http.Request) (*binding, error) {
 		if dir != "" {
 			dirs = []string{dir}
 		}
-		res, err := e.request(ctx, e.cfg.Root, &session.Create{URI: sess, WorkingDirectories: dirs}, channel.RequestTimeout)
+		p, _ := e.cfg.Auth.Authenticate(token(r))
+		res, err := e.request(ctx, e.cfg.Root, &session.Create{URI: sess, WorkingDirectories: dirs, By: p.User}, channel.RequestTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("creating a session: %w", err)
 		}
@@ -251,7 +317,8 @@ func (e *Endpoint) bind(r *http.Request) (*binding, error) {
 		}
 		return nil, fmt.Errorf("session %s has no shell service", sess)
 	}
-	return &binding{e: e, token: token(r), session: sess, chat: chat, tools: tools, service: tr.PID}, nil
+	_, agent := e.sessionOf(token(r))
+	return &binding{e: e, token: token(r), agent: agent, creator: tr.Creator, session: sess, chat: chat, tools: tools, service: tr.PID}, nil
 }
 
 // Notice takes a wake for this connection: it is queued for the next tool result and
@@ -291,6 +358,9 @@ func (b *binding) takePending() []shells.WakeNotice {
 // principal is who the connection's token names now: a revoked token or a changed
 // role counts from the next call.
 func (b *binding) principal() auth.Principal {
+	if b.agent {
+		return b.e.agentPrincipal(b.creator)
+	}
 	p, _ := b.e.cfg.Auth.Authenticate(b.token)
 	return p
 }
