@@ -9,17 +9,23 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"path"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/coder/websocket"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/termhost/termhost/actors/agents"
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/root"
@@ -77,9 +83,18 @@ type Config struct {
 	// delivery rules); zero values take their defaults.
 	Shells shells.Options
 	// Tools is the tool families /mcp offers (default both).
-	Tools   mcphost.Families
-	Version string
-	Logger  *slog.Logger
+	Tools mcphost.Families
+	// Agents are the ACP agents sessions may be made with, by name: the argv
+	// (program and arguments) each runs (`serve --agent NAME='command args'`, and
+	// agents.json in the state folder). Root state lists them; createSession names
+	// one as its provider. None: sessions have no agent.
+	Agents map[string][]string
+	// AgentRestartLimit and AgentRestartWindow bound an agent's restarts after
+	// crashes (agents.Options; defaults 3 in a minute).
+	AgentRestartLimit  int
+	AgentRestartWindow time.Duration
+	Version            string
+	Logger             *slog.Logger
 }
 
 // Server serves AHP over WebSocket.
@@ -94,6 +109,8 @@ type Server struct {
 	clients *ahp.Clients
 	// mcp serves the agent shell tools at /mcp.
 	mcp *mcphost.Endpoint
+	// agentTools says what a session's agent is offered of /mcp.
+	agentTools *agentTools
 
 	mu sync.Mutex // guards conns, anonymous and closing
 	// conns are the open WebSockets and their connection actors (nil until spawned).
@@ -150,6 +167,13 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Root.Logger = cfg.Logger
+	tools := &agentTools{}
+	tools.watchConfig(&cfg.Root)
+	if len(cfg.Agents) > 0 && cfg.Root.Agent == nil {
+		cfg.Root.Agents = slices.Sorted(maps.Keys(cfg.Agents))
+		cfg.Root.Agent = agents.NewProps(agents.Options{Agents: cfg.Agents, MCP: tools.offer, RestartLimit: cfg.AgentRestartLimit,
+			RestartWindow: cfg.AgentRestartWindow, Logger: cfg.Logger})
+	}
 	if cfg.Root.ToolService == nil {
 		tools := cfg.Shells
 		tools.Store, tools.Logger = cfg.Root.Store, cfg.Logger
@@ -177,8 +201,58 @@ func New(cfg Config) (*Server, error) {
 	}
 	endpoint := mcphost.New(mcphost.Config{System: system, Root: rootPID, Auth: cfg.Auth, Tools: cfg.Tools,
 		DefaultDirectory: cfg.Root.Home, Version: cfg.Version, Logger: cfg.Logger})
+	tools.endpoint.Store(endpoint)
 	return &Server{cfg: cfg, log: cfg.Logger, system: system, root: rootPID, journal: journal, clients: ahp.NewClients(0, 0), mcp: endpoint,
-		conns: map[*websocket.Conn]*actor.PID{}}, nil
+		agentTools: tools, conns: map[*websocket.Conn]*actor.PID{}}, nil
+}
+
+// agentTools decides what a session's agent is offered of /mcp: with root config's
+// enableCustomTerminalTool on, this host's /mcp for that session (the host tool
+// family) with a token for that session alone (mcphost.Endpoint.SessionToken);
+// otherwise nothing. It is asked when a session's runner starts the agent, from the
+// runner, so it only reads: the root tells it of config changes (root.Options.OnConfig)
+// and Serve of the address.
+type agentTools struct {
+	enabled  atomic.Bool
+	addr     atomic.Pointer[string] // host:port a local agent dials; set by Serve
+	endpoint atomic.Pointer[mcphost.Endpoint]
+}
+
+// watchConfig has the root tell t of every root config change, beside whoever it
+// told already.
+func (t *agentTools) watchConfig(o *root.Options) {
+	before := o.OnConfig
+	o.OnConfig = func(values map[string]any) {
+		on, _ := values[root.ConfigEnableCustomTerminalTool].(bool)
+		t.enabled.Store(on)
+		if before != nil {
+			before(values)
+		}
+	}
+}
+
+// offer is agents.Options.MCP.
+func (t *agentTools) offer(session string) (string, map[string]string, bool) {
+	addr, endpoint := t.addr.Load(), t.endpoint.Load()
+	if !t.enabled.Load() || addr == nil || endpoint == nil {
+		return "", nil, false
+	}
+	u := "http://" + *addr + "/mcp?" + url.Values{"session": {session}, "tools": {string(mcphost.Host)}}.Encode()
+	return u, map[string]string{"Authorization": "Bearer " + endpoint.SessionToken(session)}, true
+}
+
+// localAddr is the address a process on this machine dials to reach a listener: a
+// listener on every interface is named by the loopback of its family.
+func localAddr(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return a.String()
+	}
+	host := "127.0.0.1"
+	if tcp.IP.To4() == nil {
+		host = "::1"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(tcp.Port))
 }
 
 // levelFloor drops records below a level.
@@ -234,6 +308,8 @@ func (s *Server) Handler() http.Handler {
 // Serve serves on ln until Shutdown.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.loopbackOnly = isLoopback(ln.Addr())
+	addr := localAddr(ln.Addr())
+	s.agentTools.addr.Store(&addr)
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -289,6 +365,12 @@ func (s *Server) watchRights(ctx context.Context) {
 func isLoopback(a net.Addr) bool {
 	tcp, ok := a.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
+}
+
+// AgentMCP is what a session's agent is offered of /mcp now, as its runner is told
+// when it starts the agent: the URL and the headers, or false for none.
+func (s *Server) AgentMCP(session string) (url string, headers map[string]string, ok bool) {
+	return s.agentTools.offer(session)
 }
 
 // System is the actor system, for tests and the bench.

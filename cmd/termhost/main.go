@@ -4,21 +4,27 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/termhost/termhost/actors/agents"
 	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/persistence"
@@ -72,6 +78,7 @@ const usageText = `usage:
   termhost [serve] [--listen 127.0.0.1:9187] [--state-dir DIR] [--pty auto|always|never]
                    [--allow-anonymous] [--allow-origin PATTERN]... [--log-level info]
                    [--zsh-folder safe|as-found] [--cpuprofile FILE] [--tools host|pty|both]
+                   [--agent NAME='command args']...   (ACP agents sessions may run; also <state-dir>/agents.json)
   termhost mcp [--url http://HOST:PORT/mcp?session=…&chat=…&tools=…] [--token TOKEN]
                    (an MCP server on stdin/stdout for agents that spawn one: the host's /mcp)
   termhost token add --state-dir DIR --user NAME --role owner|member|guest
@@ -118,8 +125,18 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	zshFolder := fs.String("zsh-folder", "safe", "safe|as-found: take <tmp>/<user>-termhost-zsh even when it is a symlink or another user's")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the host to this file, from start to shutdown")
 	toolsFlag := fs.String("tools", "both", "host|pty|both: the agent shell tool families /mcp offers")
+	var agentFlags multiFlag
+	fs.Var(&agentFlags, "agent", "NAME='command args': an ACP agent a session may be made with (repeatable; beside <state-dir>/agents.json, and winning over it)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
+	}
+	fromFlags := map[string][]string{}
+	for _, f := range agentFlags {
+		name, argv, err := agents.ParseCommand(f)
+		if err != nil {
+			return usageError{fmt.Errorf("--agent: %v", err)}
+		}
+		fromFlags[name] = argv
 	}
 	tools, err := mcphost.ParseFamilies(*toolsFlag)
 	if err != nil {
@@ -154,12 +171,21 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	agentCommands, err := readAgentsFile(filepath.Join(*stateDir, agentsFile))
+	if err != nil {
+		return err
+	}
+	maps.Copy(agentCommands, fromFlags)
+	if len(agentCommands) > 0 {
+		logger.Info("agents sessions may run", "agents", slices.Sorted(maps.Keys(agentCommands)))
+	}
 	srv, err := server.New(server.Config{
 		Root:           root.Options{UsePty: usePty, ZshFolderAsFound: *zshFolder == "as-found", Store: sessions},
 		Auth:           store,
 		AllowAnonymous: *allowAnon,
 		AllowOrigins:   origins,
 		Tools:          tools,
+		Agents:         agentCommands,
 		Version:        version,
 		Logger:         logger,
 	})
@@ -204,6 +230,44 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	return err
+}
+
+// agentsFile is the state folder's list of agents: {"agents": {"NAME": "command args"}}.
+const agentsFile = "agents.json"
+
+// readAgentsFile reads the agents a state folder lists, each command line split as
+// --agent splits one (agents.ParseCommand); no file lists none. A file that is not
+// that shape is an error naming it, so a typo stops the host rather than losing an
+// agent without a word.
+func readAgentsFile(path string) (map[string][]string, error) {
+	out := map[string][]string{}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the agents: %w", err)
+	}
+	const want = `want {"agents": {"NAME": "command args", …}}`
+	var f struct {
+		Agents map[string]string `json:"agents"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("%s: %v; %s", path, err, want)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s: more than one JSON value; %s", path, want)
+	}
+	for name, line := range f.Agents {
+		parsed, argv, err := agents.ParseCommand(name + "=" + line)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		out[parsed] = argv
+	}
+	return out, nil
 }
 
 // dialableAddr is the address a client on this machine dials to reach a listener
