@@ -329,6 +329,22 @@ func TestAgentPermissionAskedAndAnswered(t *testing.T) {
 	member.dispatch(chat, map[string]any{"type": "chat/toolCallConfirmed", "turnId": turn, "toolCallId": q.ToolCallID, "approved": false, "reason": "denied"})
 	owner.waitSaid(chat, turn, "refused")
 	owner.turnEnd(chat, turn)
+	if v, ok := schematestLoad(t); ok {
+		for _, n := range member.seen {
+			if n.Method == "action" {
+				if err := v.Validate("ActionEnvelope", n.Params); err != nil {
+					t.Errorf("%v\n%s", err, truncate(string(n.Params), 400))
+				}
+			}
+		}
+		snap, err := owner.Subscribe(owner.ctx(), chat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Validate("ChatState", snap.State); err != nil {
+			t.Errorf("chat state: %v", err)
+		}
+	}
 }
 
 // TestAgentCommandRunsInAHostTerminal: a command the agent runs is a host terminal on
@@ -435,6 +451,15 @@ func TestAgentCrash(t *testing.T) {
 			t.Fatalf("a turn after the agent was lost ended with %s", end.Action)
 		}
 	})
+	if v, ok := schematestLoad(t); ok {
+		for _, n := range c.seen {
+			if n.Method == "action" {
+				if err := v.Validate("ActionEnvelope", n.Params); err != nil {
+					t.Errorf("%v\n%s", err, truncate(string(n.Params), 400))
+				}
+			}
+		}
+	}
 }
 
 // TestAgentCancelStopsASleepingTurn: a client's cancel reaches the agent, which ends

@@ -674,7 +674,8 @@ func (s *session) agentLost(ctx actor.Context, reason string) {
 
 // notify shows a notice of the agent in the chat: a turn of the host's whose message
 // is the notice, with origin systemNotification, started and completed at once and
-// never sent to the agent. A chat running a turn shows it once that turn ends.
+// never sent to the agent. A chat running a turn shows it once that turn ends. A
+// notice is not kept, so no local turn is anchored to it (lastTurn stays).
 func (s *session) notify(ctx actor.Context, c *chat, n notice) {
 	c.notices = append(c.notices, n)
 	if c.busy == "" {
@@ -690,7 +691,6 @@ func (s *session) flushNotices(c *chat) {
 		msg := messages.SystemNotificationMessage(n.text, map[string]any{AgentNoticeMeta: n.kind})
 		s.chatAction(c, messages.ChatTurnStartedAction{TurnID: turnID, StartedAt: isoTime(time.Now()), Message: msg})
 		s.chatAction(c, messages.ChatTurnCompleteAction{TurnID: turnID, Duration: 0})
-		c.lastTurn = turnID
 	}
 	c.notices = nil
 }
