@@ -149,6 +149,17 @@ func (a *agent) until(name string, args map[string]any, ok func(toolResult) bool
 	}
 }
 
+// hasLine reports whether the command printed line on a line of its own: the status
+// line that ends every answer quotes the command, so a word of it proves nothing.
+func hasLine(text, line string) bool {
+	for l := range strings.SplitSeq(text, "\n") {
+		if strings.TrimSpace(l) == line {
+			return true
+		}
+	}
+	return false
+}
+
 func lastOf(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -249,7 +260,7 @@ func TestMCPSyncTimeoutAnswersWhatWasPrintedAndTheCommandGoesOn(t *testing.T) {
 	a := h.mcpAgent(h.owner, "tools=host")
 	marker := t.TempDir() + "/go-on"
 	r := a.call("bash", map[string]any{"command": "echo first; while [ ! -e " + marker + " ]; do sleep 0.05; done; echo second", "timeout": 300})
-	if !r.running() || !strings.Contains(r.text, "first") || strings.Contains(r.text, "second") {
+	if !r.running() || !hasLine(r.text, "first") || hasLine(r.text, "second") {
 		t.Fatalf("a sync call past its timeout answered:\n%s", r.text)
 	}
 	// The shell is still busy: the next command opens another, which lets the first go on.
@@ -258,7 +269,7 @@ func TestMCPSyncTimeoutAnswersWhatWasPrintedAndTheCommandGoesOn(t *testing.T) {
 		t.Fatal("a command was typed into the shell that is still running one")
 	}
 	a.until("read_bash", map[string]any{"shell_id": r.shellID()}, func(r toolResult) bool {
-		return strings.Contains(r.text, "second") && strings.Contains(r.text, "idle")
+		return hasLine(r.text, "second") && strings.Contains(r.latest, "idle")
 	})
 }
 
@@ -358,7 +369,7 @@ func TestMCPInputKeysDriveAnInteractiveProgram(t *testing.T) {
 	}
 
 	loop := a.call("bash", map[string]any{"command": "while true; do echo tick; sleep 0.1; done", "run_in_background": true})
-	a.until("bash_output", map[string]any{"bash_id": loop.shellID()}, func(r toolResult) bool { return strings.Contains(r.text, "tick") })
+	a.until("bash_output", map[string]any{"bash_id": loop.shellID()}, func(r toolResult) bool { return hasLine(r.text, "tick") })
 	a.call("bash_input", map[string]any{"bash_id": loop.shellID(), "keys": []string{"ctrl+c"}})
 	a.until("bash_output", map[string]any{"bash_id": loop.shellID()}, func(r toolResult) bool { return strings.Contains(r.text, "idle") })
 
@@ -585,7 +596,7 @@ func TestMCPStopBackgroundWorkInterruptsTheCommand(t *testing.T) {
 		} `json:"work"`
 	}
 	_ = json.Unmarshal(set.Action, &work)
-	a.until("read_bash", map[string]any{"shell_id": bg.shellID()}, func(r toolResult) bool { return strings.Contains(r.text, "looping") })
+	a.until("read_bash", map[string]any{"shell_id": bg.shellID()}, func(r toolResult) bool { return hasLine(r.text, "looping") })
 	c.mustRequest("vscode/stopBackgroundWork", map[string]any{"chat": chat, "id": work.Work.ID})
 	c.waitAction(chat, "chat/backgroundWorkRemoved")
 	a.waitLogs("the interrupted command's wake", func(logs []string) bool {

@@ -85,6 +85,7 @@ func (s *service) typeCommand(ctx actor.Context, sh *shell, c *command) {
 		line += "\n " + integration.SentinelEcho(c.sentinel)
 	}
 	c.typed = true
+	s.opts.Logger.Debug("agent command typed", "shell", sh.id, "marks", sh.marks, "command", c.line)
 	ctx.Send(s.spec.Root, &terminal.Write{URI: sh.uri, Data: line + "\r"})
 }
 
@@ -122,6 +123,7 @@ func (s *service) ended(ctx actor.Context, sh *shell, exit *int, how string) {
 		return
 	}
 	c.done, c.exit, c.how = true, exit, how
+	s.opts.Logger.Debug("agent command ended", "shell", sh.id, "how", how, "exit", exitWords(exit), "typed", c.typed)
 	if c.timer != nil {
 		c.timer.Stop()
 	}
@@ -222,15 +224,26 @@ func (s *service) deadlineOver(ctx actor.Context, m *deadlineOver) {
 	s.interrupt(ctx, sh)
 }
 
-// interrupt writes ^C to a shell. Without marks, the line discipline drops the
-// sentinel line typed after the command along with the rest of its input queue, so
-// it is typed again to say when the shell is back.
+// interrupt writes ^C to a shell, as a person's stop does. Without marks, the line
+// discipline drops the sentinel line typed after the command along with the rest of
+// its input queue, so it is typed again to say when the shell is back. A command not
+// yet typed, or typed and not yet begun by a shell that marks commands, is thrown
+// away with its line: nothing would ever say it ended, so it ends here.
 func (s *service) interrupt(ctx actor.Context, sh *shell) {
+	c := sh.cmd
+	s.opts.Logger.Debug("agent shell interrupted", "shell", sh.id, "running", c != nil)
+	if c != nil && !c.typed {
+		s.ended(ctx, sh, nil, "interrupted before it started")
+		return
+	}
 	data := "\x03"
-	if c := sh.cmd; c != nil && c.sentinel != "" {
+	if c != nil && c.sentinel != "" {
 		data += " " + integration.SentinelEcho(c.sentinel) + "\r"
 	}
 	ctx.Send(s.spec.Root, &terminal.Write{URI: sh.uri, Data: data})
+	if c != nil && sh.marks && c.commandID == "" {
+		s.ended(ctx, sh, nil, "interrupted before it started")
+	}
 }
 
 // target is the shell a call names, once the caller's grant is checked; alive
