@@ -356,6 +356,11 @@ func TestMCPCommandDetachesAfterItsWindow(t *testing.T) {
 func TestMCPInputKeysDriveAnInteractiveProgram(t *testing.T) {
 	h := ptyHost(t)
 	a := h.mcpAgent(h.owner, "tools=pty")
+	loop := a.call("bash", map[string]any{"command": "while true; do echo tick; sleep 0.1; done", "run_in_background": true})
+	a.until("bash_output", map[string]any{"bash_id": loop.shellID()}, func(r toolResult) bool { return hasLine(r.text, "tick") })
+	a.call("bash_input", map[string]any{"bash_id": loop.shellID(), "keys": []string{"ctrl+c"}})
+	a.until("bash_output", map[string]any{"bash_id": loop.shellID()}, func(r toolResult) bool { return strings.Contains(r.text, "idle") })
+
 	r := a.call("bash", map[string]any{"command": "read -p 'name? ' n; echo hello-$n", "run_in_background": true})
 	// The prompt, not only the echo of the command line that carries the same words.
 	a.until("bash_output", map[string]any{"bash_id": r.shellID()}, func(r toolResult) bool { return strings.Count(r.text, "name?") >= 2 })
@@ -367,11 +372,6 @@ func TestMCPInputKeysDriveAnInteractiveProgram(t *testing.T) {
 	if !strings.Contains(answer.text, "hello-bob") {
 		a.until("bash_output", map[string]any{"bash_id": r.shellID()}, func(r toolResult) bool { return strings.Contains(r.text, "hello-bob") })
 	}
-
-	loop := a.call("bash", map[string]any{"command": "while true; do echo tick; sleep 0.1; done", "run_in_background": true})
-	a.until("bash_output", map[string]any{"bash_id": loop.shellID()}, func(r toolResult) bool { return hasLine(r.text, "tick") })
-	a.call("bash_input", map[string]any{"bash_id": loop.shellID(), "keys": []string{"ctrl+c"}})
-	a.until("bash_output", map[string]any{"bash_id": loop.shellID()}, func(r toolResult) bool { return strings.Contains(r.text, "idle") })
 
 	bad := a.call("bash_input", map[string]any{"bash_id": loop.shellID(), "keys": []string{"hyper+q"}})
 	if !bad.isError || !strings.Contains(bad.text, "hyper+q") {
