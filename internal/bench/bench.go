@@ -66,6 +66,15 @@ type Sizes struct {
 	// SessionsLong is how long the one-session run that shows a chat's later turns
 	// beside its first lasts. Default 30 s; negative leaves the run out.
 	SessionsLong time.Duration
+	// ToolCalls is how many `bash` calls of `true` the tools scenario times, and
+	// as many raw commands. Default 200.
+	ToolCalls int
+	// ToolsLoadSessions is how many agents tools-load runs at once, each a
+	// session and an MCP connection of its own, and as many raw shells. Default 100.
+	ToolsLoadSessions int
+	// ToolsLoadDuration is how long tools-load's host run lasts, and each raw run.
+	// Default 60 s.
+	ToolsLoadDuration time.Duration
 }
 
 // DefaultSizes are the sizes of a default run.
@@ -82,6 +91,9 @@ func DefaultSizes() Sizes {
 		SessionCounts:     []int{1, 10, 50},
 		SessionsShort:     3 * time.Second,
 		SessionsLong:      30 * time.Second,
+		ToolCalls:         200,
+		ToolsLoadSessions: 100,
+		ToolsLoadDuration: 60 * time.Second,
 	}
 }
 
@@ -119,6 +131,15 @@ func (s Sizes) withDefaults() Sizes {
 	}
 	if s.SessionsLong == 0 {
 		s.SessionsLong = d.SessionsLong
+	}
+	if s.ToolCalls <= 0 {
+		s.ToolCalls = d.ToolCalls
+	}
+	if s.ToolsLoadSessions <= 0 {
+		s.ToolsLoadSessions = d.ToolsLoadSessions
+	}
+	if s.ToolsLoadDuration <= 0 {
+		s.ToolsLoadDuration = d.ToolsLoadDuration
 	}
 	return s
 }
@@ -164,6 +185,8 @@ type scenario struct {
 var scenarios = []scenario{
 	{"throughput", throughputSummary, runThroughput, false},
 	{"echo", echoSummary, runEcho, false},
+	// tools times latencies too, so it runs before the scenarios that load the host.
+	{"tools", toolsSummary, runTools, false},
 	{"fanout", fanoutSummary, runFanout, false},
 	// slow runs before churn and idle: those open thousands of terminals, and what
 	// the host keeps of them would be in its RSS figures.
@@ -172,6 +195,9 @@ var scenarios = []scenario{
 	{"idle", idleSummary, runIdle, false},
 	// sessions takes about a minute and a half; it runs when it is named.
 	{"sessions", sessionsSummary, runSessions, true},
+	// tools-load takes over three minutes: 100 agents on the host and two raw sides,
+	// 60 s each.
+	{"tools-load", toolsLoadSummary, runToolsLoad, true},
 }
 
 // Names lists the scenarios in the order a run runs them; those a run that names
