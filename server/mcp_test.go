@@ -135,7 +135,9 @@ func (a *agent) until(name string, args map[string]any, ok func(toolResult) bool
 	var all strings.Builder
 	for {
 		r := a.call(name, args)
-		all.WriteString(r.text)
+		// Each answer ends with its status line and no newline: the next answer's
+		// first line must not be glued to it.
+		all.WriteString(r.text + "\n")
 		r.latest, r.text = r.text, all.String()
 		if ok(r) {
 			return r
@@ -358,8 +360,13 @@ func TestMCPInputKeysDriveAnInteractiveProgram(t *testing.T) {
 	a := h.mcpAgent(h.owner, "tools=pty")
 	loop := a.call("bash", map[string]any{"command": "while true; do echo tick; sleep 0.1; done", "run_in_background": true})
 	a.until("bash_output", map[string]any{"bash_id": loop.shellID()}, func(r toolResult) bool { return hasLine(r.text, "tick") })
-	a.call("bash_input", map[string]any{"bash_id": loop.shellID(), "keys": []string{"ctrl+c"}})
-	a.until("bash_output", map[string]any{"bash_id": loop.shellID()}, func(r toolResult) bool { return strings.Contains(r.text, "idle") })
+	// bash, waiting on the loop's `sleep`, now and then lets a SIGINT go by (the
+	// terminal echoes ^C and the loop runs on; seen with bash 5.2 started from Go
+	// under load, see the note of this work): a person presses ^C again, and so does
+	// this test, until the shell is back at its prompt.
+	a.until("bash_input", map[string]any{"bash_id": loop.shellID(), "keys": []string{"ctrl+c"}}, func(r toolResult) bool {
+		return strings.Contains(r.latest, "idle")
+	})
 
 	r := a.call("bash", map[string]any{"command": "read -p 'name? ' n; echo hello-$n", "run_in_background": true})
 	// The prompt, not only the echo of the command line that carries the same words.
