@@ -51,6 +51,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&sessionCounts, "session-counts", "sessions at once, one sessions run each")
 	sessionsShort := fs.Duration("sessions-run", d.SessionsShort, "how long each sessions run lasts")
 	sessionsLong := fs.Duration("sessions-long-run", d.SessionsLong, "how long the one-session run of a long-lived chat lasts (negative: none)")
+	toolCalls := fs.Int("tool-calls", d.ToolCalls, "bash calls of true the tools scenario times (and as many raw commands)")
+	toolsLoadSessions := fs.Int("tools-load-sessions", d.ToolsLoadSessions, "agents tools-load runs at once, each a session and an MCP connection of its own")
+	toolsLoadRun := fs.Duration("tools-load-run", d.ToolsLoadDuration, "how long tools-load's host run and each raw run last")
 	timeout := fs.Duration("wait-timeout", 120*time.Second, "bound on each single wait for the host")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench's process (the host too with --host inprocess) to this file")
 	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the run to this file")
@@ -84,6 +87,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 			SessionCounts:     sessionCounts,
 			SessionsShort:     *sessionsShort,
 			SessionsLong:      *sessionsLong,
+			ToolCalls:         *toolCalls,
+			ToolsLoadSessions: *toolsLoadSessions,
+			ToolsLoadDuration: *toolsLoadRun,
 		},
 		Progress:    stderr,
 		WaitTimeout: *timeout,
