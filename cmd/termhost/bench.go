@@ -54,6 +54,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	toolCalls := fs.Int("tool-calls", d.ToolCalls, "bash calls of true the tools scenario times (and as many raw commands)")
 	toolsLoadSessions := fs.Int("tools-load-sessions", d.ToolsLoadSessions, "agents tools-load runs at once, each a session and an MCP connection of its own")
 	toolsLoadRun := fs.Duration("tools-load-run", d.ToolsLoadDuration, "how long tools-load's host run and each raw run last")
+	agentCounts := intList(d.AgentSessionCounts)
+	fs.Var(&agentCounts, "agent-session-counts", "sessions at once, each with an agent process of its own, one agents run each")
+	agentsRun := fs.Duration("agents-run", d.AgentsDuration, "how long each agents run lasts, host and raw")
 	timeout := fs.Duration("wait-timeout", 120*time.Second, "bound on each single wait for the host")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench's process (the host too with --host inprocess) to this file")
 	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the run to this file")
@@ -76,20 +79,22 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		HostPID: *hostPID,
 		Shell:   *shell,
 		Sizes: bench.Sizes{
-			ThroughputBytes:   int64(throughput),
-			EchoKeys:          *echoKeys,
-			FanoutBytes:       int64(fanout),
-			FanoutSubscribers: fanoutSubs,
-			ChurnCycles:       *churnCycles,
-			ChurnClients:      churnClients,
-			IdleTerminals:     *idle,
-			SlowBytes:         int64(slow),
-			SessionCounts:     sessionCounts,
-			SessionsShort:     *sessionsShort,
-			SessionsLong:      *sessionsLong,
-			ToolCalls:         *toolCalls,
-			ToolsLoadSessions: *toolsLoadSessions,
-			ToolsLoadDuration: *toolsLoadRun,
+			ThroughputBytes:    int64(throughput),
+			EchoKeys:           *echoKeys,
+			FanoutBytes:        int64(fanout),
+			FanoutSubscribers:  fanoutSubs,
+			ChurnCycles:        *churnCycles,
+			ChurnClients:       churnClients,
+			IdleTerminals:      *idle,
+			SlowBytes:          int64(slow),
+			SessionCounts:      sessionCounts,
+			SessionsShort:      *sessionsShort,
+			SessionsLong:       *sessionsLong,
+			ToolCalls:          *toolCalls,
+			ToolsLoadSessions:  *toolsLoadSessions,
+			ToolsLoadDuration:  *toolsLoadRun,
+			AgentSessionCounts: agentCounts,
+			AgentsDuration:     *agentsRun,
 		},
 		Progress:    stderr,
 		WaitTimeout: *timeout,
@@ -105,6 +110,12 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+
+	// The agents scenario runs this binary's bench-agent, raw and (on a host the
+	// bench starts) behind its sessions.
+	if exe, err := os.Executable(); err == nil {
+		cfg.AgentCommand = []string{exe, "bench-agent"}
+	}
 
 	if cfg.URL == "" {
 		closeHost, err := startBenchHost(&cfg, *hostMode, *ptyMode, *shell, !*userRC, *logLevel, level, stderr)
@@ -187,6 +198,7 @@ func startBenchHost(cfg *bench.Config, mode, ptyMode, shell string, emptyHome bo
 		}
 		host, err := bench.StartHostProcess(bench.HostProcessOptions{
 			Exe: exe, Pty: servePty, Shell: shell, EmptyHome: emptyHome, LogLevel: logLevel, Logs: stderr,
+			Agents: []string{bench.AgentProvider + "=" + shellQuote(exe) + " bench-agent"},
 		})
 		if err != nil {
 			return nil, err
@@ -271,4 +283,9 @@ func (l *intList) Set(s string) error {
 	}
 	*l = out
 	return nil
+}
+
+// shellQuote quotes a word for a command line --agent splits (agents.ParseCommand).
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

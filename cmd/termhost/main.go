@@ -62,6 +62,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return token(args, stdout, stderr)
 	case "bench":
 		return benchCmd(args, stdout, stderr)
+	case "bench-agent":
+		return benchAgent(args, os.Stdin, stdout)
 	case "mcp":
 		return mcpBridge(args, os.Stdin, stdout, stderr)
 	case "ls", "new", "attach", "run", "kill":

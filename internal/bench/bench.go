@@ -75,25 +75,33 @@ type Sizes struct {
 	// ToolsLoadDuration is how long tools-load's host run lasts, and each raw run.
 	// Default 60 s.
 	ToolsLoadDuration time.Duration
+	// AgentSessionCounts are the numbers of sessions the agents scenario runs at
+	// once, each with an agent process of its own, each a run of its own lasting
+	// AgentsDuration, and as many raw agents. Default 1, 10, 50.
+	AgentSessionCounts []int
+	// AgentsDuration is how long each agents run lasts, host and raw. Default 5 s.
+	AgentsDuration time.Duration
 }
 
 // DefaultSizes are the sizes of a default run.
 func DefaultSizes() Sizes {
 	return Sizes{
-		ThroughputBytes:   50_000_000,
-		EchoKeys:          500,
-		FanoutBytes:       10_000_000,
-		FanoutSubscribers: []int{1, 10, 50},
-		ChurnCycles:       2000,
-		ChurnClients:      []int{1, 8},
-		IdleTerminals:     1000,
-		SlowBytes:         100_000_000,
-		SessionCounts:     []int{1, 10, 50},
-		SessionsShort:     3 * time.Second,
-		SessionsLong:      30 * time.Second,
-		ToolCalls:         200,
-		ToolsLoadSessions: 100,
-		ToolsLoadDuration: 60 * time.Second,
+		ThroughputBytes:    50_000_000,
+		EchoKeys:           500,
+		FanoutBytes:        10_000_000,
+		FanoutSubscribers:  []int{1, 10, 50},
+		ChurnCycles:        2000,
+		ChurnClients:       []int{1, 8},
+		IdleTerminals:      1000,
+		SlowBytes:          100_000_000,
+		SessionCounts:      []int{1, 10, 50},
+		SessionsShort:      3 * time.Second,
+		SessionsLong:       30 * time.Second,
+		ToolCalls:          200,
+		ToolsLoadSessions:  100,
+		ToolsLoadDuration:  60 * time.Second,
+		AgentSessionCounts: []int{1, 10, 50},
+		AgentsDuration:     5 * time.Second,
 	}
 }
 
@@ -141,6 +149,12 @@ func (s Sizes) withDefaults() Sizes {
 	if s.ToolsLoadDuration <= 0 {
 		s.ToolsLoadDuration = d.ToolsLoadDuration
 	}
+	if len(s.AgentSessionCounts) == 0 {
+		s.AgentSessionCounts = d.AgentSessionCounts
+	}
+	if s.AgentsDuration <= 0 {
+		s.AgentsDuration = d.AgentsDuration
+	}
 	return s
 }
 
@@ -166,6 +180,10 @@ type Config struct {
 	// Scenarios to run, by name (Names); empty means DefaultNames, in the order of Names.
 	Scenarios []string
 	Sizes     Sizes
+	// AgentCommand is the argv of `termhost bench-agent`, which the agents scenario's
+	// raw side runs and a host the bench starts has as its agent "bench"
+	// (AgentProvider). Empty: the agents scenario cannot run.
+	AgentCommand []string
 	// Progress receives a line now and then during long scenarios; nil is quiet.
 	Progress io.Writer
 	// WaitTimeout bounds each single wait on the host (an answer, an exit, a
@@ -198,6 +216,9 @@ var scenarios = []scenario{
 	// tools-load takes over three minutes: 100 agents on the host and two raw sides,
 	// 60 s each.
 	{"tools-load", toolsLoadSummary, runToolsLoad, true},
+	// agents runs 1, 10 and 50 agent processes behind sessions, and as many raw, 5 s
+	// each: about half a minute with their start.
+	{"agents", agentsSummary, runAgents, true},
 }
 
 // Names lists the scenarios in the order a run runs them; those a run that names

@@ -29,6 +29,8 @@ type HostProcessOptions struct {
 	LogLevel string
 	// Logs receives the host's stderr; nil discards it.
 	Logs io.Writer
+	// Agents are serve's --agent NAME='command args' flags, one each.
+	Agents []string
 }
 
 // HostProcess is `termhost serve` on a free loopback port in a process of its own,
@@ -77,6 +79,9 @@ func (h *HostProcess) start(opts HostProcessOptions) error {
 	}
 	state := filepath.Join(h.stateDir, "state")
 	cmd := exec.Command(opts.Exe, "serve", "--listen", "127.0.0.1:0", "--state-dir", state, "--pty", pty, "--log-level", level)
+	for _, a := range opts.Agents {
+		cmd.Args = append(cmd.Args, "--agent", a)
+	}
 	cmd.Env = os.Environ()
 	if opts.Shell != "" {
 		cmd.Env = append(cmd.Env, "SHELL="+opts.Shell)

@@ -1,0 +1,20 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/termhost/termhost/internal/bench"
+)
+
+// benchAgent is the hidden `termhost bench-agent`: the ACP agent with no model that
+// `termhost bench --scenario agents` runs behind its sessions (as the host's agent
+// "bench") and drives directly for its raw side. It answers every prompt with one short
+// agent_message_chunk and end_turn, on stdin and stdout, until stdin closes.
+func benchAgent(args []string, stdin io.Reader, stdout io.Writer) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("bench-agent takes no arguments, got %q", args)}
+	}
+	bench.ServeAgent(stdin, stdout)
+	return nil
+}
