@@ -107,56 +107,25 @@ func (e errNoAgent) Error() string { return e.msg }
 // hostAgentTurns makes n sessions with the bench agent, one client each, warms each
 // with a turn, then sends turns back to back in all of them for d.
 func (e *env) hostAgentTurns(ctx context.Context, n int, d time.Duration) (turnRun, error) {
-	ctls, closeCtls, err := e.dialCtls(ctx, fmt.Sprintf("agents%d", n), n)
+	label := fmt.Sprintf("agents%d", n)
+	ctls, closeCtls, err := e.dialCtls(ctx, label, n)
 	defer closeCtls()
 	if err != nil {
 		return turnRun{}, err
 	}
-	work, err := os.MkdirTemp("", "termhost-bench-agents-")
+	noAgent := func(err error) error {
+		switch {
+		case e.cfg.InProcess:
+			return errNoAgent{fmt.Sprintf("the in-process host has no agent %q (createSession: %v); run with --host process", AgentProvider, err)}
+		case !e.cfg.Started:
+			return errNoAgent{fmt.Sprintf("the host at %s has no agent %q (createSession: %v); serve it with --agent %s='termhost bench-agent'", e.cfg.URL, AgentProvider, err, AgentProvider)}
+		}
+		return fmt.Errorf("createSession: %w", err)
+	}
+	chats, closeChats, err := e.openChats(ctx, ctls, label, map[string]any{"provider": AgentProvider}, noAgent)
+	defer closeChats()
 	if err != nil {
 		return turnRun{}, err
-	}
-	defer os.RemoveAll(work)
-
-	type chatOf struct {
-		session, chat string
-		w             *watch
-	}
-	chats := make([]chatOf, 0, n)
-	defer func() {
-		for i, c := range chats {
-			dctx, cancel := e.waitCtx(context.WithoutCancel(ctx))
-			_, _ = ctls[i].Request(dctx, "disposeSession", map[string]any{"channel": c.session})
-			cancel()
-		}
-	}()
-	for i, k := range ctls {
-		wctx, cancel := e.waitCtx(ctx)
-		uri := fmt.Sprintf("ahp-session:/bench-%s-agents%d-%d", e.run, n, i)
-		raw, err := k.Request(wctx, "createSession", map[string]any{"channel": uri, "provider": AgentProvider, "workingDirectories": []string{messages.FileURI(work)}})
-		if err != nil {
-			cancel()
-			if i == 0 && e.cfg.InProcess {
-				return turnRun{}, errNoAgent{fmt.Sprintf("the in-process host has no agent %q (createSession: %v); run with --host process", AgentProvider, err)}
-			}
-			if i == 0 && !e.cfg.Started {
-				return turnRun{}, errNoAgent{fmt.Sprintf("the host at %s has no agent %q (createSession: %v); serve it with --agent %s='termhost bench-agent'", e.cfg.URL, AgentProvider, err, AgentProvider)}
-			}
-			return turnRun{}, fmt.Errorf("createSession: %w", err)
-		}
-		var res struct{ Chat string }
-		if err := json.Unmarshal(raw, &res); err != nil || res.Chat == "" {
-			cancel()
-			return turnRun{}, fmt.Errorf("createSession answered %s", raw)
-		}
-		chats = append(chats, chatOf{session: uri})
-		w := k.watch(res.Chat)
-		_, err = k.Subscribe(wctx, res.Chat)
-		cancel()
-		if err != nil {
-			return turnRun{}, fmt.Errorf("subscribe %s: %w", res.Chat, err)
-		}
-		chats[i].chat, chats[i].w = res.Chat, w
 	}
 	// One untimed turn each: the agent process started and its session made.
 	g, gctx := errgroup.WithContext(ctx)
@@ -174,39 +143,9 @@ func (e *env) hostAgentTurns(ctx context.Context, n int, d time.Duration) (turnR
 	if err := g.Wait(); err != nil {
 		return turnRun{}, err
 	}
-
-	var mu sync.Mutex // guards out
-	out := turnRun{}
-	var done atomic.Int64
-	stop := e.prog.every(func() string { return fmt.Sprintf("agents: %d session(s), %d turns", n, done.Load()) })
-	defer stop()
-	g, gctx = errgroup.WithContext(ctx)
-	start := time.Now()
-	deadline := start.Add(d)
-	for i, k := range ctls {
-		c := chats[i]
-		g.Go(func() error {
-			for turn := 0; time.Now().Before(deadline); turn++ {
-				wctx, cancel := e.waitCtx(gctx)
-				began := time.Now()
-				err := e.agentTurn(wctx, k, c.w, c.chat, fmt.Sprintf("turn-%d-%d", i, turn))
-				cancel()
-				if err != nil {
-					return fmt.Errorf("session %d, turn %d: %w", i, turn, err)
-				}
-				took := time.Since(began)
-				done.Add(1)
-				mu.Lock()
-				out.turns++
-				out.latencies = append(out.latencies, took)
-				mu.Unlock()
-			}
-			return nil
-		})
-	}
-	err = g.Wait()
-	out.elapsed = time.Since(start)
-	return out, err
+	return e.turnsBackToBack(ctx, ctls, chats, "agents", d, func(ctx context.Context, k *ctl, c benchChat, id string) (bool, error) {
+		return false, e.agentTurn(ctx, k, c.w, c.chat, id)
+	})
 }
 
 // agentTurn sends one turn of agentsPrompt and waits for its chat/turnComplete.

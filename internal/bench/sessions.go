@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -161,91 +160,20 @@ func runSessions(ctx context.Context, e *env, r *Result) error {
 // hostTurns runs `!echo x` turns back to back in n sessions at once, one client each,
 // for d, and measures each turn.
 func (e *env) hostTurns(ctx context.Context, n int, d time.Duration, run int) (turnRun, error) {
-	ctls, closeCtls, err := e.dialCtls(ctx, fmt.Sprintf("sessions%d", run), n)
+	label := fmt.Sprintf("sessions%d", run)
+	ctls, closeCtls, err := e.dialCtls(ctx, label, n)
 	defer closeCtls()
 	if err != nil {
 		return turnRun{}, err
 	}
-	work, err := os.MkdirTemp("", "termhost-bench-sessions-")
+	chats, closeChats, err := e.openChats(ctx, ctls, label, nil, nil)
+	defer closeChats()
 	if err != nil {
 		return turnRun{}, err
 	}
-	defer os.RemoveAll(work)
-
-	type chatOf struct {
-		session, chat string
-		w             *watch
-	}
-	chats := make([]chatOf, n)
-	for i, k := range ctls {
-		wctx, cancel := e.waitCtx(ctx)
-		uri := fmt.Sprintf("ahp-session:/bench-%s-sessions%d-%d", e.run, run, i)
-		raw, err := k.Request(wctx, "createSession", map[string]any{"channel": uri, "workingDirectories": []string{messages.FileURI(work)}})
-		if err != nil {
-			cancel()
-			return turnRun{}, fmt.Errorf("createSession: %w", err)
-		}
-		var res struct{ Chat string }
-		if err := json.Unmarshal(raw, &res); err != nil || res.Chat == "" {
-			cancel()
-			return turnRun{}, fmt.Errorf("createSession answered %s", raw)
-		}
-		w := k.watch(res.Chat)
-		_, err = k.Subscribe(wctx, res.Chat)
-		cancel()
-		if err != nil {
-			return turnRun{}, fmt.Errorf("subscribe %s: %w", res.Chat, err)
-		}
-		chats[i] = chatOf{session: uri, chat: res.Chat, w: w}
-	}
-	defer func() {
-		for i, k := range ctls {
-			dctx, cancel := e.waitCtx(context.WithoutCancel(ctx))
-			_, _ = k.Request(dctx, "disposeSession", map[string]any{"channel": chats[i].session})
-			cancel()
-		}
-	}()
-
-	var mu sync.Mutex // guards out
-	out := turnRun{}
-	var done atomic.Int64
-	stop := e.prog.every(func() string {
-		return fmt.Sprintf("sessions: %d session(s), %d turns", n, done.Load())
+	return e.turnsBackToBack(ctx, ctls, chats, "sessions", d, func(ctx context.Context, k *ctl, c benchChat, id string) (bool, error) {
+		return e.hostTurn(ctx, k, c.w, c.chat, id)
 	})
-	defer stop()
-	g, gctx := errgroup.WithContext(ctx)
-	out.cpu = meterCPU(e.pid)
-	start := time.Now()
-	deadline := start.Add(d)
-	for i, k := range ctls {
-		c := chats[i]
-		g.Go(func() error {
-			for turn := 0; time.Now().Before(deadline); turn++ {
-				wctx, cancel := e.waitCtx(gctx)
-				id := fmt.Sprintf("turn-%d-%d", i, turn)
-				began := time.Now()
-				failed, err := e.hostTurn(wctx, k, c.w, c.chat, id)
-				cancel()
-				if err != nil {
-					return fmt.Errorf("session %d, turn %d: %w", i, turn, err)
-				}
-				ended := time.Now()
-				done.Add(1)
-				mu.Lock()
-				out.turns++
-				out.latencies = append(out.latencies, ended.Sub(began))
-				if failed {
-					out.failed++
-				}
-				mu.Unlock()
-			}
-			return nil
-		})
-	}
-	err = g.Wait()
-	out.elapsed = time.Since(start)
-	out.cpu.stop()
-	return out, err
 }
 
 // hostTurn sends one `!echo x` turn and waits for its chat/turnComplete; failed says
