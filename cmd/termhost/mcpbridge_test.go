@@ -82,9 +82,9 @@ func startTestMCPHost(t *testing.T, token string) *testMCPHost {
 		switch {
 		case r.Method == http.MethodDelete:
 			h.mu.Lock()
-			h.deletes = append(h.deletes, r.Header.Get(headerSessionID))
+			h.deletes = append(h.deletes, r.Header.Get("Mcp-Session-Id"))
 			h.mu.Unlock()
-		case r.Method == http.MethodGet && r.Header.Get(headerLastEventID) != "":
+		case r.Method == http.MethodGet && r.Header.Get("Last-Event-ID") != "":
 			h.mu.Lock()
 			h.resumes++
 			h.mu.Unlock()
