@@ -38,6 +38,16 @@ func SentinelCode(out, id string) (int, bool) {
 	return 0, false
 }
 
+// sentinelMax bounds a sentinel line's length: the prefix, an id and an exit code.
+const sentinelMax = 3 + len(SentinelPrefix) + 32 + len("_EXIT_") + 10 + 3
+
+// SentinelCodeSince is SentinelCode over what out gained from offset from on (and
+// the few characters before it a sentinel split across two reads may start in), so
+// that a command printing megabytes is not searched again from its start on every read.
+func SentinelCodeSince(out string, from int, id string) (int, bool) {
+	return SentinelCode(out[max(0, from-sentinelMax):], id)
+}
+
 // WithoutSentinel drops the lines of text that carry the sentinel id: the typed echo
 // line as the terminal echoed it, and the sentinel the shell printed.
 func WithoutSentinel(text, id string) string {

@@ -27,3 +27,14 @@ func TestWithoutSentinelDropsItsLines(t *testing.T) {
 		t.Fatalf("WithoutSentinel = %q", got)
 	}
 }
+
+func TestSentinelCodeSinceFindsASentinelSplitAcrossReads(t *testing.T) {
+	first := "lots of output\r\n<<<" + SentinelPrefix + "ab"
+	out := first + "_EXIT_5>>>\r\n"
+	if code, ok := SentinelCodeSince(out, len(first), "ab"); !ok || code != 5 {
+		t.Fatalf("SentinelCodeSince = %d, %v; want 5, true", code, ok)
+	}
+	if _, ok := SentinelCodeSince(out+"more", len(out)+4, "zz"); ok {
+		t.Fatal("found a sentinel that is not there")
+	}
+}

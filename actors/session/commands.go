@@ -281,9 +281,10 @@ func (s *session) terminalEvent(ctx actor.Context, m *terminal.Event) {
 		if r.steps.executed.IsZero() && !r.marks {
 			r.steps.executed = time.Now()
 		}
+		before := r.output.Len()
 		r.output.WriteString(*a.Data)
 		if !r.marks {
-			if code, ok := integration.SentinelCode(r.output.String(), r.sentinel); ok {
+			if code, ok := integration.SentinelCodeSince(r.output.String(), before, r.sentinel); ok {
 				s.endWithCode(ctx, r, code)
 			}
 		}

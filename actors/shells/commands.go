@@ -25,8 +25,6 @@ import (
 // since the seed's tools would have it watched by a monitor rather than waited on.
 var sleepPoll = regexp.MustCompile(`(^|[;&|]\s*|\b(do|then)\s+)sleep\s+\d|^\s*(while|until)\b`)
 
-func integrationSentinel(out, id string) (int, bool) { return integration.SentinelCode(out, id) }
-
 // run starts a command in the chat's idle shell, or in a new one.
 func (s *service) run(ctx actor.Context, m *Run) {
 	if strings.TrimSpace(m.Command) == "" {

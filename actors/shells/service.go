@@ -17,6 +17,7 @@ import (
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/agenttools"
 	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/integration"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/persistence"
 	"github.com/termhost/termhost/pty"
@@ -97,7 +98,7 @@ func NewProps(o Options) func(session.ToolServiceSpec) *actor.Props {
 	o = o.withDefaults()
 	return func(spec session.ToolServiceSpec) *actor.Props {
 		return actor.PropsFromProducer(func() actor.Actor {
-			return &service{opts: o, spec: spec, shells: map[string]*shell{}, gone: map[string]*shell{}, sinks: map[Sink]string{}, monitors: map[string]*monitor{}}
+			return &service{opts: o, spec: spec, shells: map[string]*shell{}, byURI: map[string]*shell{}, gone: map[string]*shell{}, sinks: map[Sink]string{}, monitors: map[string]*monitor{}}
 		})
 	}
 }
@@ -109,7 +110,8 @@ type service struct {
 	self *actor.PID
 
 	shells map[string]*shell
-	order  []string // shell ids, oldest first
+	byURI  map[string]*shell // the same shells by terminal URI, for their events
+	order  []string          // shell ids, oldest first
 	// gone are shells shut down or pruned, held for calls that still name them.
 	gone      map[string]*shell
 	goneOrder []string
@@ -345,6 +347,7 @@ func (s *service) open(ctx actor.Context, c Caller, cols, rows int) (*shell, err
 	id := "sh-" + strconv.Itoa(s.shellSeq)
 	sh := &shell{id: id, uri: shellURI(c.Chat, id), chat: c.Chat, cols: cols, rows: rows, lastUsed: time.Now(), by: c.Principal.User}
 	s.shells[id] = sh
+	s.byURI[sh.uri] = sh
 	s.order = append(s.order, id)
 	cwd := ""
 	if len(s.spec.WorkingDirectories) > 0 {
@@ -391,6 +394,7 @@ func (s *service) openedShell(ctx actor.Context, m *opened) {
 			c.waiter = nil
 		}
 		delete(s.shells, sh.id)
+		delete(s.byURI, sh.uri)
 		s.order = slices.DeleteFunc(s.order, func(id string) bool { return id == sh.id })
 		return
 	}
@@ -452,6 +456,7 @@ func (s *service) forget(ctx actor.Context, sh *shell) <-chan struct{} {
 		}
 	}
 	delete(s.shells, sh.id)
+	delete(s.byURI, sh.uri)
 	s.order = slices.DeleteFunc(s.order, func(id string) bool { return id == sh.id })
 	// A call that still names it is answered from what it printed; the newest
 	// MaxShells of them are held.
@@ -540,13 +545,7 @@ func firstLine(s string) string {
 
 // event reads a shell's terminal as a client does.
 func (s *service) event(ctx actor.Context, m *terminal.Event) {
-	var sh *shell
-	for _, x := range s.shells {
-		if x.uri == m.URI {
-			sh = x
-			break
-		}
-	}
+	sh := s.byURI[m.URI]
 	if sh == nil {
 		return
 	}
@@ -617,12 +616,19 @@ func (s *service) output(ctx actor.Context, sh *shell, data string) {
 		before := c.raw.Len()
 		c.raw.WriteString(data)
 		if c.sentinel != "" {
-			if code, ok := integrationSentinel(c.raw.String(), c.sentinel); ok {
+			if code, ok := integration.SentinelCodeSince(c.raw.String(), before, c.sentinel); ok {
 				s.ended(ctx, sh, &code, "")
 			}
 		}
 		if c := sh.cmd; c != nil && c.waiter != nil && sh.isPty && enteredAltScreen(c.raw.String(), before) {
 			s.fullScreen(ctx, sh, c)
+		}
+		if over := c.raw.Len() - s.opts.LogChars; over > c.raw.Len()/4 && over > 0 {
+			// A command's own output is held like the shell's log: a background build
+			// printing for hours keeps its last LogChars, which is more than an answer shows.
+			rest := c.raw.String()[over:]
+			c.raw.Reset()
+			c.raw.WriteString(rest)
 		}
 	}
 	for _, mon := range s.monitors {
