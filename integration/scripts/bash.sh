@@ -104,17 +104,19 @@ fi
 # The scratch file: what a builtin prints is written into it and read back with
 # `read`, which costs no fork, where `$(...)` forks a bash for every use (about
 # 2.5 ms, and far more on a loaded machine) and would do so for every command
-# line. It is a temporary file bash makes for a here-string too long for a pipe
-# and removes at once, so nothing is left behind when the shell ends; the shell
+# line. It is the temporary file bash makes for a here-string and removes at
+# once, so nothing is left behind when the shell ends (bash 5.1 and later put a
+# short here-string in a pipe instead, unless BASH_COMPAT says 5.0); the shell
 # keeps it open (programs it starts inherit that descriptor) and writes to it
 # through /dev/fd, from offset 0 without truncating, each text ended by a NUL.
 # Where it cannot be made (no /dev/fd, no writable TMPDIR) the shell reads with
 # `$(...)`, as before.
 __termhost_scratch=
 __termhost_open_scratch() {
-	local pad
-	builtin printf -v pad '%65537s' ''
-	builtin exec {__termhost_scratch_fd}<<<"$pad" || return 0
+	if ((BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] >= 1))); then
+		local BASH_COMPAT=50
+	fi
+	builtin exec {__termhost_scratch_fd}<<<'' || return 0
 	if [[ -f /dev/fd/$__termhost_scratch_fd && -w /dev/fd/$__termhost_scratch_fd ]]; then
 		__termhost_scratch=/dev/fd/$__termhost_scratch_fd
 	else
