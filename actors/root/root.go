@@ -189,9 +189,11 @@ const rootWindow = 10 * time.Millisecond
 type rootFlush struct{}
 
 type terminalEntry struct {
-	pid    *actor.PID
-	info   messages.TerminalInfo
-	listed bool
+	pid  *actor.PID
+	info messages.TerminalInfo
+	// encoded is info as it goes into the list (rootlist.go).
+	encoded json.RawMessage
+	listed  bool
 }
 
 // NewProps makes the props of the root actor.
@@ -478,7 +480,7 @@ func (h *rootActor) row(ctx actor.Context, m *terminal.Row) {
 	if e == nil || e.pid.Id != m.PID.Id {
 		return
 	}
-	e.info, e.listed = m.Info, true
+	e.info, e.encoded, e.listed = m.Info, encodeRow(m.Info), true
 	h.publishTerminals(ctx)
 }
 
@@ -669,8 +671,20 @@ func (h *rootActor) sendTerminals() {
 		h.rootTimer = nil
 	}
 	h.rootSent = time.Now()
-	a := &messages.Action{Type: messages.RootTerminalsChanged, Terminals: h.root.Terminals}
-	h.broadcast(&messages.Envelope{Channel: messages.RootURI, Action: messages.EncodeAction(a)})
+	if h.root.Terminals == nil {
+		a := &messages.Action{Type: messages.RootTerminalsChanged}
+		h.broadcast(&messages.Envelope{Channel: messages.RootURI, Action: messages.EncodeAction(a)})
+		return
+	}
+	// The list as publishTerminals last made it: the listed entries, in order.
+	infos := *h.root.Terminals
+	rows := make([]json.RawMessage, len(infos))
+	for i, info := range infos {
+		if e := h.entries[info.Resource]; e != nil && e.listed {
+			rows[i] = e.encoded
+		}
+	}
+	h.broadcast(&messages.Envelope{Channel: messages.RootURI, Action: terminalsChangedJSON(infos, rows)})
 }
 
 func (h *rootActor) broadcast(env *messages.Envelope) {

@@ -1,0 +1,46 @@
+package root
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/termhost/termhost/messages"
+)
+
+// The list a broadcast joins from rows encoded one by one is, byte for byte, the
+// list encoded whole: empty, one terminal, and terminals of every shape.
+func TestTerminalsChangedJoinsRows(t *testing.T) {
+	code := 3
+	var infos []messages.TerminalInfo
+	for n := range 5 {
+		info := messages.TerminalInfo{Resource: fmt.Sprintf("ahp-terminal:/t%d", n), Title: `a "title" <&>`,
+			Claim: messages.Claim{Kind: messages.ClaimSession, Session: "ahp-session:/s", Chat: "ahp-chat:/c"}}
+		if n%2 == 1 {
+			info.Lifecycle = &messages.Lifecycle{Status: messages.StatusExited}
+			info.ExitCode = &code
+		}
+		if n == 4 {
+			info.Meta = map[string]any{"k": []any{1.5, "v"}}
+		}
+		infos = append(infos, info)
+	}
+	for n := range len(infos) + 1 {
+		list := infos[:n]
+		rows := make([]json.RawMessage, n)
+		for i, info := range list {
+			rows[i] = encodeRow(info)
+		}
+		want := messages.EncodeAction(&messages.Action{Type: messages.RootTerminalsChanged, Terminals: &list})
+		if got := terminalsChangedJSON(list, rows); !bytes.Equal(got, want) {
+			t.Fatalf("%d terminals:\n got %s\nwant %s", n, got, want)
+		}
+		if n > 0 {
+			rows[0] = nil // a row that did not encode is encoded again
+			if got := terminalsChangedJSON(list, rows); !bytes.Equal(got, want) {
+				t.Fatalf("%d terminals, the first not encoded before:\n got %s\nwant %s", n, got, want)
+			}
+		}
+	}
+}
