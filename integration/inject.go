@@ -242,7 +242,7 @@ func injectZsh(args []string, opts InjectOptions) (Injection, error) {
 		return Injection{}, err
 	}
 	mainName := contentName("termhost", ".zsh", main)
-	if err := writeAtomic(root, mainName, main); err != nil {
+	if _, err := writeAtomic(root, mainName, main); err != nil {
 		return Injection{}, err
 	}
 	for _, f := range zshFiles {
@@ -250,7 +250,7 @@ func injectZsh(args []string, opts InjectOptions) (Injection, error) {
 		if err != nil {
 			return Injection{}, err
 		}
-		if err := writeAtomic(root, f.name, b); err != nil {
+		if _, err := writeAtomic(root, f.name, b); err != nil {
 			return Injection{}, err
 		}
 	}
@@ -332,17 +332,42 @@ func installScript(opts InjectOptions, src, prefix, ext string) (string, error) 
 		return "", err
 	}
 	defer root.Close()
-	name := contentName(prefix, ext, b)
-	if err := writeAtomic(root, name, b); err != nil {
+	name := scriptNames[src]
+	if name == "" {
+		name = contentName(prefix, ext, b)
+	}
+	modified, err := writeAtomic(root, name, b)
+	if err != nil {
 		return "", err
 	}
 	// The file is in use now: its time says so, and what no host has used for a
-	// while (an older build's script) goes.
+	// while (an older build's script) goes. Once an hour is often enough for
+	// either, against a week of staleness: a shell starts without the folder read.
 	now := time.Now()
-	_ = root.Chtimes(name, now, now)
-	removeStale(root, prefix, ext, name, now)
+	if now.Sub(modified) > touchScript {
+		_ = root.Chtimes(name, now, now)
+		removeStale(root, prefix, ext, name, now)
+	}
 	return filepath.Join(dir, name), nil
 }
+
+// touchScript is how long after a script's time was last set it is set again, and
+// the folder swept for stale scripts.
+const touchScript = time.Hour
+
+// scriptNames is the installed name of each script of installScript (by its
+// source), made once from the embedded bytes, which never change.
+var scriptNames = func() map[string]string {
+	names := map[string]string{}
+	for _, sc := range []struct{ src, prefix, ext string }{
+		{"bash.sh", "bash", ".sh"}, {"fish.fish", "fish", ".fish"}, {"pwsh.ps1", "pwsh", ".ps1"},
+	} {
+		if b, err := scripts.ReadFile("scripts/" + sc.src); err == nil {
+			names[sc.src] = contentName(sc.prefix, sc.ext, b)
+		}
+	}
+	return names
+}()
 
 // staleScript is how long a script no host has installed may stay: a host of an
 // older build that still runs writes its own again when it next starts a shell.

@@ -9,6 +9,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/termhost/termhost/persistence"
 )
@@ -106,19 +107,19 @@ func openFolderAsFound(dir string) (*os.Root, error) {
 }
 
 // writeAtomic makes name in root hold data. A file that holds it already is left
-// as it is; otherwise data goes into a new file of a name of its own, renamed over
-// name, so that a shell starting at the same time reads the old file or the new
-// one and never half of one.
-func writeAtomic(root *os.Root, name string, data []byte) error {
+// as it is, and modified is its time; otherwise data goes into a new file of a name
+// of its own, renamed over name, so that a shell starting at the same time reads the
+// old file or the new one and never half of one, and modified is now.
+func writeAtomic(root *os.Root, name string, data []byte) (modified time.Time, err error) {
 	if fi, err := root.Lstat(name); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(data)) {
 		if cur, err := root.ReadFile(name); err == nil && bytes.Equal(cur, data) {
-			return nil
+			return fi.ModTime(), nil
 		}
 	}
 	// Inside root: the folder may be under /tmp, where a link planted by someone
 	// else must not lead the write elsewhere.
 	if err := persistence.WriteFileAtomic(name, data, 0o600, persistence.InRoot(root)); err != nil {
-		return fmt.Errorf("writing %s: %w", filepath.Join(root.Name(), name), err)
+		return time.Time{}, fmt.Errorf("writing %s: %w", filepath.Join(root.Name(), name), err)
 	}
-	return nil
+	return time.Now(), nil
 }
