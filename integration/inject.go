@@ -341,8 +341,9 @@ func installScript(opts InjectOptions, src, prefix, ext string) (string, error) 
 		return "", err
 	}
 	// The file is in use now: its time says so, and what no host has used for a
-	// while (an older build's script) goes. Once an hour is often enough for
-	// either, against a week of staleness: a shell starts without the folder read.
+	// while (an older build's script) goes: when the script is new here, and
+	// then once an hour, often enough against a week of staleness, so that a
+	// shell mostly starts without the folder read.
 	now := time.Now()
 	if now.Sub(modified) > touchScript {
 		_ = root.Chtimes(name, now, now)

@@ -109,7 +109,7 @@ func openFolderAsFound(dir string) (*os.Root, error) {
 // writeAtomic makes name in root hold data. A file that holds it already is left
 // as it is, and modified is its time; otherwise data goes into a new file of a name
 // of its own, renamed over name, so that a shell starting at the same time reads the
-// old file or the new one and never half of one, and modified is now.
+// old file or the new one and never half of one, and modified is zero.
 func writeAtomic(root *os.Root, name string, data []byte) (modified time.Time, err error) {
 	if fi, err := root.Lstat(name); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(data)) {
 		if cur, err := root.ReadFile(name); err == nil && bytes.Equal(cur, data) {
@@ -121,5 +121,5 @@ func writeAtomic(root *os.Root, name string, data []byte) (modified time.Time, e
 	if err := persistence.WriteFileAtomic(name, data, 0o600, persistence.InRoot(root)); err != nil {
 		return time.Time{}, fmt.Errorf("writing %s: %w", filepath.Join(root.Name(), name), err)
 	}
-	return time.Now(), nil
+	return time.Time{}, nil
 }
