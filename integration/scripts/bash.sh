@@ -326,9 +326,16 @@ else
 	}
 
 	# A DEBUG trap the person's files set runs after ours, with $? and $_ as they
-	# were.
-	__termhost_capture builtin trap -p DEBUG
-	__termhost_user_trap_of "$__termhost_out"
+	# were. (Read here, outside any function, where the trap is seen.)
+	if [[ -n $__termhost_scratch ]]; then
+		builtin printf '\0' 1<>"$__termhost_scratch"
+		builtin trap -p DEBUG 1<>"$__termhost_scratch"
+		IFS= builtin read -r -d '' __termhost_trap_now <"$__termhost_scratch"
+		__termhost_trap_now=${__termhost_trap_now%%"' DEBUG"$'\n'*}
+	else
+		__termhost_trap_now=$(builtin trap -p DEBUG)
+	fi
+	__termhost_user_trap_of "$__termhost_trap_now"
 	if [[ -n $__termhost_user_trap ]]; then
 		builtin trap "__termhost_preexec \"\$_\"; __termhost_restore \"\$__termhost_dbg_status\" \"\$__termhost_dbg_arg\"
 $__termhost_user_trap" DEBUG
