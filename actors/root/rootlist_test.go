@@ -44,3 +44,26 @@ func TestTerminalsChangedJoinsRows(t *testing.T) {
 		}
 	}
 }
+
+// The list of 900 terminals going out after one of them changed: encoded whole, as
+// every broadcast did, against joined from the rows encoded when they changed.
+func BenchmarkTerminalsChanged(b *testing.B) {
+	infos := make([]messages.TerminalInfo, 900)
+	rows := make([]json.RawMessage, len(infos))
+	for i := range infos {
+		infos[i] = messages.TerminalInfo{Resource: fmt.Sprintf("ahp-terminal:/termhost-command/c/cmd-%d", i), Title: "Terminal",
+			Claim: messages.Claim{Kind: messages.ClaimSession, Session: "ahp-session:/bench", Chat: "ahp-chat:/bench", TurnID: fmt.Sprintf("turn-%d", i), ToolCallID: fmt.Sprintf("cmd-%d", i)}}
+		rows[i] = encodeRow(infos[i])
+	}
+	b.Run("encoded whole", func(b *testing.B) {
+		for b.Loop() {
+			_ = messages.EncodeAction(&messages.Action{Type: messages.RootTerminalsChanged, Terminals: &infos})
+		}
+	})
+	b.Run("joined rows", func(b *testing.B) {
+		for b.Loop() {
+			rows[0] = encodeRow(infos[0])
+			_ = terminalsChangedJSON(infos, rows)
+		}
+	})
+}
