@@ -130,7 +130,7 @@ __termhost_open_scratch
 __termhost_capture() {
 	if [[ -n $__termhost_scratch ]]; then
 		{ "$@" && builtin printf '\0'; } 1<>"$__termhost_scratch" || return
-		IFS= builtin read -r -d '' __termhost_out <"$__termhost_scratch"
+		IFS= builtin read -r -d '' __termhost_out <"$__termhost_scratch" || :
 		while [[ $__termhost_out == *$'\n' ]]; do
 			__termhost_out=${__termhost_out%$'\n'}
 		done
@@ -222,9 +222,8 @@ if [[ -z $__termhost_debug_trap ]]; then
 	# __termhost_claim: takes the line's token; false when it is gone.
 	__termhost_claim() {
 		[[ -n $__termhost_tok ]] || return 1
-		local c st
-		IFS= builtin read -r -N 1 -u "$__termhost_tok" c 2>/dev/null
-		st=$?
+		local c st=0
+		IFS= builtin read -r -N 1 -u "$__termhost_tok" c 2>/dev/null || st=$?
 		builtin exec {__termhost_tok}<&-
 		__termhost_tok=
 		return "$st"
@@ -272,8 +271,10 @@ if [[ -z $__termhost_debug_trap ]]; then
 		if [[ -n $__termhost_scratch ]]; then
 			# `trap -p` wrote over the NUL __termhost_precmd_last left at the
 			# start, and ends at the first "' DEBUG" and newline: a quote
-			# inside the trap is written '\''.
-			IFS= builtin read -r -d '' __termhost_trap_now <"$__termhost_scratch"
+			# inside the trap is written '\''. (It may have written over every
+			# NUL there was: read then stops at the end, and fails, which under
+			# set -e must not end the shell.)
+			IFS= builtin read -r -d '' __termhost_trap_now <"$__termhost_scratch" || :
 			__termhost_trap_now=${__termhost_trap_now%%"' DEBUG"$'\n'*}
 		fi
 		# Still ours (the line never got to a command of this shell): the
@@ -330,7 +331,7 @@ else
 	if [[ -n $__termhost_scratch ]]; then
 		builtin printf '\0' 1<>"$__termhost_scratch"
 		builtin trap -p DEBUG 1<>"$__termhost_scratch"
-		IFS= builtin read -r -d '' __termhost_trap_now <"$__termhost_scratch"
+		IFS= builtin read -r -d '' __termhost_trap_now <"$__termhost_scratch" || :
 		__termhost_trap_now=${__termhost_trap_now%%"' DEBUG"$'\n'*}
 	else
 		__termhost_trap_now=$(builtin trap -p DEBUG)
