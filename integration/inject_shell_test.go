@@ -571,7 +571,7 @@ trap 'MY_DEBUG=$((MY_DEBUG+1)); MY_SEEN="$?:$_"' DEBUG
 // same bash prints without it: $? and $_ as the line before left them, the
 // person's DEBUG trap run before every command, subshells, pipelines of
 // subshells, command substitutions, functions, a line kept out of the history,
-// a line of two lines, set -e. line is the E mark's line, "" for none.
+// a line of two lines, set -u and set -e. line is the E mark's line, "" for none.
 var bashLines = []struct{ typed, line string }{
 	{"echo a b", "echo a b"},
 	{`echo "last=$_"`, `echo "last=$_"`},
@@ -591,7 +591,11 @@ var bashLines = []struct{ typed, line string }{
 	{"for i in 1 2\rdo echo \"i=$i\"; done", `for i in 1 2; do echo "i=$i"; done`},
 	{"trap -p DEBUG", "trap -p DEBUG"},
 	{`echo "$-"`, `echo "$-"`},
-	// Under set -e nothing of the integration's may fail: the shell would end.
+	// Under set -u nothing of the integration's may name a variable that is not
+	// set, and under set -e nothing of it may fail: the shell would end.
+	{"set -u", "set -u"},
+	{"(echo under-u) | cat", "(echo under-u) | cat"},
+	{"echo $MY_PC; set +u", "echo $MY_PC; set +u"},
 	{"set -e", "set -e"},
 	{"(echo under-e)", "(echo under-e)"},
 	{"f", "f"},

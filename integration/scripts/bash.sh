@@ -418,7 +418,7 @@ __termhost_precmd_last() {
 	local st=$?
 	__termhost_pc_status=$st
 	__termhost_pc_arg=$1
-	if [[ ${#PROMPT_COMMAND[@]} != 1 || $PROMPT_COMMAND != "$__termhost_pc" ]]; then
+	if [[ ${!PROMPT_COMMAND[*]} != 0 || ${PROMPT_COMMAND-} != "$__termhost_pc" ]]; then
 		__termhost_adopt_pc
 	fi
 	__termhost_ps1_user=${PS1-}
