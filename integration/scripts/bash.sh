@@ -18,9 +18,10 @@
 # The prompt marks come from PS1, which gets A in front and B behind at every
 # prompt, and from PROMPT_COMMAND, which writes D for the command that ran and P.
 # The person's own PROMPT_COMMAND runs in between, with $? as the command left it.
-# E and C come from PS0 (bash 4.4 and later), which bash prints once it has read a
-# command line and before it runs it; an older bash gets them from a DEBUG trap.
-# The line is read back from the history list.
+# E and C come from a DEBUG trap, before the line's first command: in bash 4.4
+# and later one that each prompt sets and that line takes away, with PS0 saying
+# the line has been read; in an older bash one that stays. The line is read back
+# from the history list. No fork is made for any of it (see the scratch file).
 
 if [ -z "${__termhost_loaded-}" ]; then
 __termhost_loaded=1
