@@ -65,6 +65,11 @@ type Options struct {
 	// OnConfig, when set, is told root config's values after every change, from the
 	// root's mailbox: it must not block, and the map is its own.
 	OnConfig func(values map[string]any)
+	// Node and Cluster, set on a cluster node only: this node's name, which its rows
+	// carry in _meta.node, and its node actor (actors/cluster), which is told this
+	// node's rows and answers for the terminals other nodes own.
+	Node    string
+	Cluster *actor.PID
 
 	// sessions is the one session scanner the root's terminals share (set by
 	// WithDefaults, which the root's props call).
@@ -175,6 +180,12 @@ type rootActor struct {
 
 	// spawned counts the terminals made, for their actors' names.
 	spawned int
+
+	// remote are the rows other cluster nodes list, by node; remoteURIs the
+	// terminals among them (see cluster.go).
+	remote     map[string][]messages.TerminalInfo
+	remoteURIs map[string]bool
+	sentLocal  []messages.TerminalInfo
 }
 
 // rootWindow throttles root/terminalsChanged. It carries the whole list (PROTOCOL.md
@@ -199,7 +210,8 @@ func NewProps(opts Options, journal *delivery.Journal) *actor.Props {
 	opts = opts.WithDefaults()
 	return actor.PropsFromProducer(func() actor.Actor {
 		h := &rootActor{opts: opts, journal: journal, entries: map[string]*terminalEntry{}, subs: map[delivery.Subscriber]bool{},
-			sessions: map[string]*actor.PID{}, chats: map[string]*actor.PID{}}
+			sessions: map[string]*actor.PID{}, chats: map[string]*actor.PID{},
+			remote: map[string][]messages.TerminalInfo{}, remoteURIs: map[string]bool{}}
 		h.behavior.Become(h.serving)
 		h.root = messages.RootState{
 			Agents:    opts.agentList(),
@@ -355,6 +367,8 @@ func (h *rootActor) registry(ctx actor.Context) {
 		ctx.Respond(&terminal.Holder{Session: m.Session, PID: h.sessions[m.Session]})
 	case *ListTerminals:
 		ctx.Respond(append([]string(nil), h.order...))
+	case *RemoteRows:
+		h.remoteRows(ctx, m)
 	case *actor.Terminated:
 		h.terminated(ctx, m)
 	}
@@ -374,6 +388,9 @@ func (h *rootActor) subscribe(ctx actor.Context, m *channel.Subscribe) {
 		ctx.Forward(pid)
 		return
 	}
+	if h.toCluster(ctx, m.Channel) {
+		return
+	}
 	ctx.Respond(&channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s on this host", m.Channel)})
 }
 
@@ -384,6 +401,8 @@ func (h *rootActor) unsubscribe(ctx actor.Context, m *channel.Unsubscribe) {
 		ctx.Forward(e.pid)
 	} else if pid := h.sessionOf(m.Channel); pid != nil {
 		ctx.Forward(pid)
+	} else {
+		h.toCluster(ctx, m.Channel)
 	}
 }
 
@@ -458,6 +477,8 @@ func (h *rootActor) disposeTerminal(ctx actor.Context, m *terminal.Dispose) {
 	if e := h.entries[m.URI]; e != nil {
 		h.unregister(ctx, m.URI, e)
 		ctx.Send(e.pid, m)
+	} else if h.toCluster(ctx, m.URI) {
+		return
 	}
 	ctx.Respond(&terminal.DisposeResult{})
 }
@@ -545,7 +566,7 @@ func (h *rootActor) create(ctx actor.Context, m *terminal.Create) {
 		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeInvalidParams, "Invalid params: %s is the root channel", m.URI)})
 		return
 	}
-	if _, taken := h.entries[m.URI]; taken {
+	if _, taken := h.entries[m.URI]; taken || h.remoteURIs[m.URI] {
 		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeAlreadyExists, "Terminal already exists: %s", m.URI)})
 		return
 	}
@@ -556,6 +577,9 @@ func (h *rootActor) create(ctx actor.Context, m *terminal.Create) {
 	// A terminal a tool result names cannot be opened as a shell of a client's own.
 	if _, _, named := session.ParseCommandTerminalURI(m.URI); named && m.Watcher == nil {
 		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeSessionAlreadyExists, "%s names a command's terminal; it cannot be created", m.URI)})
+		return
+	}
+	if h.placeInCluster(ctx, m) {
 		return
 	}
 	props := terminal.NewProps(h.opts.terminalConfig(h.journal), m, h.defaultShell())
@@ -599,7 +623,9 @@ func (h *rootActor) dispatch(ctx actor.Context, m *channel.Dispatch) {
 		}
 		if pid := h.sessionOf(m.Channel); pid != nil {
 			ctx.Forward(pid)
+			return
 		}
+		h.toCluster(ctx, m.Channel)
 		// A dispatch to a channel that does not exist is ignored (PROTOCOL.md 4).
 		return
 	}
@@ -649,6 +675,7 @@ func (h *rootActor) publishTerminals(ctx actor.Context) {
 			list = append(list, e.info)
 		}
 	}
+	list = h.clusterList(ctx, list)
 	a := &messages.Action{Type: messages.RootTerminalsChanged, Terminals: &list}
 	messages.ReduceRoot(&h.root, a)
 	if h.rootTimer != nil {

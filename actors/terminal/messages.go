@@ -41,6 +41,9 @@ type Create struct {
 	// Watcher, when set, gets an *Event for every action on the terminal from its
 	// start: the seam a session uses to read a command's output as a client would.
 	Watcher *actor.PID
+	// Node names the cluster node the terminal runs on ("" for the least loaded);
+	// a host that is not in a cluster ignores it.
+	Node string
 }
 
 // CreateResult answers Create.

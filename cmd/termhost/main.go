@@ -129,7 +129,13 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	toolsFlag := fs.String("tools", "both", "host|pty|both: the agent shell tool families /mcp offers")
 	var agentFlags multiFlag
 	fs.Var(&agentFlags, "agent", "NAME='command args': an ACP agent a session may be made with (repeatable; beside <state-dir>/agents.json, and winning over it)")
+	var clusterFlags clusterFlags
+	clusterFlags.register(fs)
 	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	clusterOpts, err := clusterFlags.options()
+	if err != nil {
 		return usageError{err}
 	}
 	fromFlags := map[string][]string{}
@@ -190,6 +196,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		Agents:         agentCommands,
 		Version:        version,
 		Logger:         logger,
+		Cluster:        clusterOpts,
 	})
 	if err != nil {
 		return err

@@ -597,6 +597,9 @@ type createTerminalParams struct {
 	Rows    *int            `json:"rows"`
 	Meta    struct {
 		Termhost *termhostCreateMeta `json:"x-termhost"`
+		// Node names the cluster node to run the terminal on, as rows name theirs;
+		// a host alone ignores it.
+		Node string `json:"node"`
 	} `json:"_meta"`
 }
 
@@ -640,7 +643,7 @@ func (c *connection) createTerminal(ctx actor.Context, id json.RawMessage, raw j
 		}
 		claim = *p.Claim
 	}
-	m := &terminal.Create{URI: p.Channel, Claim: claim, Name: p.Name, Cwd: p.Cwd}
+	m := &terminal.Create{URI: p.Channel, Claim: claim, Name: p.Name, Cwd: p.Cwd, Node: p.Meta.Node}
 	if x := p.Meta.Termhost; x != nil {
 		if x.Command == "" && len(x.Args) > 0 {
 			c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: _meta.x-termhost.args needs a command"))

@@ -1,0 +1,95 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/termhost/termhost/actors/cluster"
+	"github.com/termhost/termhost/internal/client"
+	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/server"
+)
+
+func freeLoopbackPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestClusterInProcess runs two cluster nodes in one process with the seeds
+// provider: a client of one drives a terminal of the other.
+func TestClusterInProcess(t *testing.T) {
+	seeds := []int{freeLoopbackPort(t), freeLoopbackPort(t)}
+	var seedList []string
+	for _, p := range seeds {
+		seedList = append(seedList, fmt.Sprintf("127.0.0.1:%d", p))
+	}
+	node := func(name string, i int) hostOption {
+		return func(c *server.Config) {
+			c.Cluster = &cluster.Options{Cluster: "inproc", Name: name, NodeAddr: fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t)),
+				Seeds: seedList, SeedPort: seeds[i], Secret: []byte("s")}
+			c.Root.UsePty = true
+		}
+	}
+	a := startHost(t, node("a", 0))
+	b := startHost(t, node("b", 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ca := dialClient(t, ctx, a, "ca")
+	cb := dialClient(t, ctx, b, "cb")
+	const x = "ahp-terminal:/x"
+	// Nothing tells a client that a node has joined but the node being there: the
+	// create is retried under the deadline until node b is known.
+	for {
+		_, err := ca.Request(ctx, "createTerminal", map[string]any{"channel": x, "claim": map[string]any{"kind": "client", "clientId": "ca"}, "_meta": map[string]any{"node": "b"}})
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "no node") || ctx.Err() != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := ca.Subscribe(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cb.Subscribe(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	_ = ca.Dispatch(ctx, x, 1, map[string]any{"type": "terminal/input", "data": "echo x-$((6*7))\r"})
+	var out strings.Builder
+	for !strings.Contains(out.String(), "x-42") {
+		select {
+		case n := <-ca.Notifications:
+			if n.Envelope != nil {
+				t.Logf("%s %s", n.Envelope.Channel, n.Envelope.Action)
+			}
+			if n.Envelope != nil && n.Envelope.Channel == x && n.Envelope.Type == messages.TerminalData {
+				a, _ := n.Envelope.Decode()
+				out.WriteString(*a.Data)
+			}
+		case <-ctx.Done():
+			t.Fatalf("no output: %q", out.String())
+		}
+	}
+}
+
+func dialClient(t *testing.T, ctx context.Context, h *testHost, id string) *client.Conn {
+	c, err := client.Dial(ctx, h.url(h.owner), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if _, err := c.Initialize(ctx, id, messages.RootURI); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
