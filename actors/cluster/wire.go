@@ -108,14 +108,14 @@ type remoteDispatch struct {
 // remoteCreate is createTerminal placed on the receiving node. The answer is a
 // *createResult.
 type remoteCreate struct {
-	URI   string          `json:"uri"`
-	Claim messages.Claim  `json:"claim"`
-	Name  string          `json:"name,omitempty"`
-	Cwd   string          `json:"cwd,omitempty"`
-	Cols  int             `json:"cols,omitempty"`
-	Rows  int             `json:"rows,omitempty"`
-	Spec  wireSpec        `json:"spec"`
-	By    string          `json:"by,omitempty"`
+	URI   string         `json:"uri"`
+	Claim messages.Claim `json:"claim"`
+	Name  string         `json:"name,omitempty"`
+	Cwd   string         `json:"cwd,omitempty"`
+	Cols  int            `json:"cols,omitempty"`
+	Rows  int            `json:"rows,omitempty"`
+	Spec  wireSpec       `json:"spec"`
+	By    string         `json:"by,omitempty"`
 }
 
 // wireSpec is terminal.Spec as it travels.
@@ -185,18 +185,20 @@ func pack(kind byte, v any) (remote.RootSerialized, error) {
 	return packed{wrapperspb.Bytes(append([]byte{kind}, b...))}, nil
 }
 
-func (m *hello) Serialize() (remote.RootSerialized, error)             { return pack(kindHello, m) }
-func (m *rows) Serialize() (remote.RootSerialized, error)              { return pack(kindRows, m) }
-func (m *loadReport) Serialize() (remote.RootSerialized, error)        { return pack(kindLoad, m) }
-func (m *remoteSubscribe) Serialize() (remote.RootSerialized, error)   { return pack(kindSubscribe, m) }
-func (m *remoteUnsubscribe) Serialize() (remote.RootSerialized, error) { return pack(kindUnsubscribe, m) }
-func (m *subscribed) Serialize() (remote.RootSerialized, error)        { return pack(kindSubscribed, m) }
-func (m *rejected) Serialize() (remote.RootSerialized, error)          { return pack(kindRejected, m) }
-func (m *remoteDispatch) Serialize() (remote.RootSerialized, error)    { return pack(kindDispatch, m) }
-func (m *remoteCreate) Serialize() (remote.RootSerialized, error)      { return pack(kindCreate, m) }
-func (m *createResult) Serialize() (remote.RootSerialized, error)      { return pack(kindCreateResult, m) }
-func (m *remoteDispose) Serialize() (remote.RootSerialized, error)     { return pack(kindDispose, m) }
-func (m *disposeResult) Serialize() (remote.RootSerialized, error)     { return pack(kindDisposeResult, m) }
+func (m *hello) Serialize() (remote.RootSerialized, error)           { return pack(kindHello, m) }
+func (m *rows) Serialize() (remote.RootSerialized, error)            { return pack(kindRows, m) }
+func (m *loadReport) Serialize() (remote.RootSerialized, error)      { return pack(kindLoad, m) }
+func (m *remoteSubscribe) Serialize() (remote.RootSerialized, error) { return pack(kindSubscribe, m) }
+func (m *remoteUnsubscribe) Serialize() (remote.RootSerialized, error) {
+	return pack(kindUnsubscribe, m)
+}
+func (m *subscribed) Serialize() (remote.RootSerialized, error)     { return pack(kindSubscribed, m) }
+func (m *rejected) Serialize() (remote.RootSerialized, error)       { return pack(kindRejected, m) }
+func (m *remoteDispatch) Serialize() (remote.RootSerialized, error) { return pack(kindDispatch, m) }
+func (m *remoteCreate) Serialize() (remote.RootSerialized, error)   { return pack(kindCreate, m) }
+func (m *createResult) Serialize() (remote.RootSerialized, error)   { return pack(kindCreateResult, m) }
+func (m *remoteDispose) Serialize() (remote.RootSerialized, error)  { return pack(kindDispose, m) }
+func (m *disposeResult) Serialize() (remote.RootSerialized, error)  { return pack(kindDisposeResult, m) }
 
 // Serialize writes a frame without JSON: it is the hot path, every chunk of output.
 func (m *frame) Serialize() (remote.RootSerialized, error) {
