@@ -403,6 +403,22 @@ func (s *Server) System() *actor.ActorSystem { return s.system }
 // RootPID is the root actor, for tests and the bench.
 func (s *Server) RootPID() *actor.PID { return s.root }
 
+// Drain refuses every new terminal from now on (a cluster node tells the others to
+// place nothing here) and waits until no shell of this host runs, or ctx ends.
+func (s *Server) Drain(ctx context.Context) error {
+	if s.member != nil {
+		s.member.Drain()
+	}
+	timeout := time.Hour
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	if _, err := s.system.Root.RequestFuture(s.root, &root.Drain{}, timeout).Result(); err != nil {
+		return fmt.Errorf("server: draining: the shells did not all end in time")
+	}
+	return nil
+}
+
 // Shutdown closes every connection with StatusGoingAway, ends every terminal's
 // process group, and stops the actor system.
 func (s *Server) Shutdown(ctx context.Context) error {

@@ -148,6 +148,10 @@ func (m *Member) Spawn(journal *delivery.Journal, rootPID *actor.PID) error {
 	return err
 }
 
+// Drain tells the other nodes that this one takes no new terminals: placement
+// passes it by from now on.
+func (m *Member) Drain() { m.system.Root.Send(m.PID(), &startDrain{}) }
+
 // Leave takes this node out of the cluster: the provider is told, so the others
 // take its terminals off their lists at once rather than on failure detection.
 func (m *Member) Leave() {

@@ -63,6 +63,8 @@ type node struct {
 type (
 	topology struct{ members []*pcluster.Member }
 	loadTick struct{}
+	// startDrain says this node takes no new terminals from now on.
+	startDrain struct{}
 	// unanswered is a greeting's deadline.
 	unanswered struct{ addr string }
 	// gatewaySubscribed is the root's answer to a subscribe the gateway made for a
@@ -97,6 +99,11 @@ func (n *node) Receive(ctx actor.Context) {
 		n.topology(ctx, msg.members)
 	case *loadTick:
 		n.tick(ctx)
+	case *startDrain:
+		n.load.Draining = true
+		for _, p := range n.peers {
+			ctx.Send(p.pid, &loadReport{Addr: n.m.addr, Instance: n.m.instance, Load: n.load})
+		}
 	case *unanswered:
 		if n.members[msg.addr] && n.peers[msg.addr] == nil {
 			n.m.opts.Logger.Warn("a member of the cluster did not answer this node's hello; it may not hold the cluster's secret", "addr", msg.addr)
@@ -344,7 +351,10 @@ func (n *node) place(ctx actor.Context, m *terminal.Create) {
 		best := n.load
 		for _, p := range n.peers {
 			l := Load{Terminals: p.load.Terminals + p.placed, Average: p.load.Average}
-			if l.Terminals < best.Terminals || l.Terminals == best.Terminals && l.Average < best.Average {
+			if p.load.Draining {
+				continue
+			}
+			if best.Draining || l.Terminals < best.Terminals || l.Terminals == best.Terminals && l.Average < best.Average {
 				best, target = l, p
 			}
 		}

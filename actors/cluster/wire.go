@@ -54,6 +54,8 @@ type loadReport struct {
 type Load struct {
 	Terminals int     `json:"terminals"`
 	Average   float64 `json:"average"`
+	// Draining says the node takes no new terminals.
+	Draining bool `json:"draining,omitempty"`
 }
 
 // remoteSubscribe asks the owner's gateway to subscribe Proxy to URI. Gen numbers the

@@ -186,6 +186,11 @@ type rootActor struct {
 	remote     map[string][]messages.TerminalInfo
 	remoteURIs map[string]bool
 	sentLocal  []messages.TerminalInfo
+
+	// draining refuses new terminals; drainWaiters hear when the shells are done
+	// (see drain.go).
+	draining     bool
+	drainWaiters []*actor.PID
 }
 
 // rootWindow throttles root/terminalsChanged. It carries the whole list (PROTOCOL.md
@@ -369,6 +374,8 @@ func (h *rootActor) registry(ctx actor.Context) {
 		ctx.Respond(append([]string(nil), h.order...))
 	case *RemoteRows:
 		h.remoteRows(ctx, m)
+	case *Drain:
+		h.drain(ctx)
 	case *actor.Terminated:
 		h.terminated(ctx, m)
 	}
@@ -579,7 +586,7 @@ func (h *rootActor) create(ctx actor.Context, m *terminal.Create) {
 		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeSessionAlreadyExists, "%s names a command's terminal; it cannot be created", m.URI)})
 		return
 	}
-	if h.placeInCluster(ctx, m) {
+	if h.placeInCluster(ctx, m) || h.refuseWhileDraining(ctx, m) {
 		return
 	}
 	props := terminal.NewProps(h.opts.terminalConfig(h.journal), m, h.defaultShell())
@@ -676,6 +683,7 @@ func (h *rootActor) publishTerminals(ctx actor.Context) {
 		}
 	}
 	list = h.clusterList(ctx, list)
+	h.checkDrained(ctx)
 	a := &messages.Action{Type: messages.RootTerminalsChanged, Terminals: &list}
 	messages.ReduceRoot(&h.root, a)
 	if h.rootTimer != nil {

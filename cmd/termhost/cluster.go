@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/termhost/termhost/actors/cluster"
+	"github.com/termhost/termhost/server"
 )
 
 // clusterSecretEnv is where the cluster's secret may come from instead of a file.
@@ -67,4 +71,27 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// drainFirst is the context serve runs under: with --drain, the signal that ends ctx
+// first drains the host (no new terminals; the shells end by themselves, up to the
+// deadline), and only then ends the context returned.
+func drainFirst(ctx context.Context, drain bool, deadline time.Duration, srv *server.Server, logger *slog.Logger) context.Context {
+	if !drain {
+		return ctx
+	}
+	serveCtx, stop := context.WithCancel(context.Background())
+	go func() {
+		defer stop()
+		<-ctx.Done()
+		logger.Info("draining: no new terminals; waiting for the shells to end", "deadline", deadline)
+		dctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		if err := srv.Drain(dctx); err != nil {
+			logger.Warn("the drain's deadline passed with shells still running; they are ended now", "err", err)
+			return
+		}
+		logger.Info("drained: every shell has ended")
+	}()
+	return serveCtx
 }

@@ -602,3 +602,46 @@ func waitLog(t *testing.T, ctx context.Context, n *clusterNode, parts ...string)
 		}
 	}
 }
+
+// TestServeDrain: with --drain, SIGTERM refuses new terminals and the host stops once
+// its shell has ended, not before.
+func TestServeDrain(t *testing.T) {
+	bin := buildBinary(t)
+	n := &clusterNode{t: t, name: "drain", state: t.TempDir(), stderr: filepath.Join(t.TempDir(), "stderr")}
+	n.args = []string{bin, "serve", "--listen", "127.0.0.1:0", "--state-dir", n.state, "--pty", "always", "--drain", "--drain-deadline", "1m"}
+	n.start("")
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	c := n.dial(ctx, "drainer")
+	const uri = "ahp-terminal:/stays"
+	createOn(t, ctx, c, "drainer", uri, "")
+	_, s, _ := subscribeStream(t, ctx, c, uri)
+	s.untilPrompt(ctx)
+	if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, ctx, n, "draining")
+	if _, err := c.Request(ctx, "createTerminal", map[string]any{"channel": "ahp-terminal:/new", "claim": map[string]any{"kind": "client", "clientId": "drainer"}}); err == nil || !strings.Contains(err.Error(), "draining") {
+		t.Fatalf("a create while draining: %v", err)
+	}
+	_ = c.Dispatch(ctx, uri, 1, map[string]any{"type": "terminal/input", "data": "echo alive-$((2+3))\r"})
+	s.untilOutput(ctx, "alive-5")
+	select {
+	case err := <-n.done:
+		t.Fatalf("the host stopped with its shell running: %v", err)
+	default:
+	}
+	_ = c.Dispatch(ctx, uri, 2, map[string]any{"type": "terminal/input", "data": "exit\r"})
+	select {
+	case err := <-n.done:
+		n.cmd = nil
+		if err != nil {
+			t.Fatalf("exit after the drain: %v; stderr:\n%s", err, n.logs())
+		}
+	case <-ctx.Done():
+		t.Fatalf("the host did not stop once its shell ended; stderr:\n%s", n.logs())
+	}
+	if !strings.Contains(n.logs(), "drained") {
+		t.Fatalf("no drained line:\n%s", n.logs())
+	}
+}

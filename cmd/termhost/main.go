@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/termhost/termhost/actors/agents"
 	"github.com/termhost/termhost/actors/root"
@@ -129,6 +130,8 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	toolsFlag := fs.String("tools", "both", "host|pty|both: the agent shell tool families /mcp offers")
 	var agentFlags multiFlag
 	fs.Var(&agentFlags, "agent", "NAME='command args': an ACP agent a session may be made with (repeatable; beside <state-dir>/agents.json, and winning over it)")
+	drain := fs.Bool("drain", false, "on SIGTERM, refuse new terminals and wait for the shells to end (up to --drain-deadline) before stopping")
+	drainDeadline := fs.Duration("drain-deadline", 10*time.Minute, "how long --drain waits for the shells")
 	var clusterFlags clusterFlags
 	clusterFlags.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -233,7 +236,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	}
 	logger.Info("serving", "addr", ln.Addr().String(), "pty", usePty, "state_dir", *stateDir)
 
-	err = srv.Serve(ctx, ln)
+	err = srv.Serve(drainFirst(ctx, *drain, *drainDeadline, srv, logger), ln)
 	if ctx.Err() != nil {
 		logger.Info("stopped")
 		return nil
