@@ -8,7 +8,9 @@ import (
 
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/terminal"
+	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/server/ahp"
 )
 
 // remoteSub is, on the owner, the subscriber a remote proxy's subscription is: every
@@ -123,12 +125,33 @@ func (n *node) gatewayDispatch(ctx actor.Context, m *remoteDispatch) {
 		n.m.opts.Logger.Debug("dropping a malformed remote dispatch", "uri", m.URI)
 		return
 	}
-	ctx.Send(n.root, &channel.Dispatch{Channel: m.URI, Action: &a, Raw: m.Action, Origin: m.Origin, By: m.By,
-		Sub: rejectSub{system: ctx.ActorSystem(), proxy: m.Proxy, key: m.Key}})
+	who := m.Who.principal()
+	sub := rejectSub{system: ctx.ActorSystem(), proxy: m.Proxy, key: m.Key}
+	if grant := ahp.ActionGrant(a.Type); grant != "" && !who.Can(grant) {
+		n.journal.Reject(sub, m.URI, m.Action, m.Origin, who.Refusal(grant))
+		return
+	}
+	ctx.Send(n.root, &channel.Dispatch{Channel: m.URI, Action: &a, Raw: m.Action, Origin: m.Origin, By: m.By, Principal: who, Sub: sub})
+}
+
+// gatewayDispose disposes a terminal here for a client of another node, checked again
+// with who the entry node said they are.
+func (n *node) gatewayDispose(ctx actor.Context, m *remoteDispose) {
+	if who := m.Who.principal(); !who.Can(auth.GrantTerminalDispose) {
+		ctx.Respond(&disposeResult{Err: messages.Errorf(messages.CodePermissionDenied, "%s", who.Refusal(auth.GrantTerminalDispose))})
+		return
+	}
+	f := ctx.RequestFuture(n.root, &terminal.Dispose{URI: m.URI, By: m.Who.principal()}, channel.RequestTimeout)
+	ctx.ReenterAfter(f, func(any, error) { ctx.Respond(&disposeResult{}) })
 }
 
 func (n *node) gatewayCreate(ctx actor.Context, m *remoteCreate) {
-	c := &terminal.Create{URI: m.URI, Claim: m.Claim, Name: m.Name, Cwd: m.Cwd, Cols: m.Cols, Rows: m.Rows, Spec: terminal.Spec(m.Spec), Node: n.m.opts.Name}
+	who := m.Who.principal()
+	if !who.Can(auth.GrantTerminalCreate) {
+		ctx.Respond(&createResult{Err: messages.Errorf(messages.CodePermissionDenied, "%s", who.Refusal(auth.GrantTerminalCreate))})
+		return
+	}
+	c := &terminal.Create{URI: m.URI, Claim: m.Claim, Name: m.Name, Cwd: m.Cwd, Cols: m.Cols, Rows: m.Rows, Spec: terminal.Spec(m.Spec), Node: n.m.opts.Name, By: who}
 	f := ctx.RequestFuture(n.root, c, channel.RequestTimeout)
 	ctx.ReenterAfter(f, func(res any, err error) {
 		r, ok := res.(*terminal.CreateResult)

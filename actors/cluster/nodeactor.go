@@ -165,8 +165,7 @@ func (n *node) Receive(ctx actor.Context) {
 	case *remoteCreate:
 		n.gatewayCreate(ctx, msg)
 	case *remoteDispose:
-		f := ctx.RequestFuture(n.root, &terminal.Dispose{URI: msg.URI}, channel.RequestTimeout)
-		ctx.ReenterAfter(f, func(any, error) { ctx.Respond(&disposeResult{}) })
+		n.gatewayDispose(ctx, msg)
 	case *actor.Terminated:
 		for uri, pid := range n.proxies {
 			if pid.Id == msg.Who.Id {
@@ -327,8 +326,13 @@ func (n *node) dispose(ctx actor.Context, m *terminal.Dispose) {
 		ctx.Respond(&terminal.DisposeResult{})
 		return
 	}
-	f := ctx.RequestFuture(p.pid, &remoteDispose{URI: m.URI}, channel.RequestTimeout)
-	ctx.ReenterAfter(f, func(any, error) { ctx.Respond(&terminal.DisposeResult{}) })
+	f := ctx.RequestFuture(p.pid, &remoteDispose{URI: m.URI, Who: carry(m.By)}, channel.RequestTimeout)
+	ctx.ReenterAfter(f, func(res any, _ error) {
+		if r, ok := Decode(res).(*disposeResult); ok && r.Err != nil {
+			n.m.opts.Logger.Warn("a node refused a dispose", "uri", m.URI, "node", p.name, "err", r.Err.Message)
+		}
+		ctx.Respond(&terminal.DisposeResult{})
+	})
 }
 
 // place puts a client's new terminal on the node it names, else on the least loaded
@@ -367,7 +371,7 @@ func (n *node) place(ctx actor.Context, m *terminal.Create) {
 		return
 	}
 	target.placed++
-	rc := &remoteCreate{URI: m.URI, Claim: m.Claim, Name: m.Name, Cwd: m.Cwd, Cols: m.Cols, Rows: m.Rows, Spec: wireSpec(m.Spec)}
+	rc := &remoteCreate{URI: m.URI, Claim: m.Claim, Name: m.Name, Cwd: m.Cwd, Cols: m.Cols, Rows: m.Rows, Spec: wireSpec(m.Spec), Who: carry(m.By)}
 	f := ctx.RequestFuture(target.pid, rc, channel.RequestTimeout)
 	ctx.ReenterAfter(f, func(res any, err error) {
 		r, ok := Decode(res).(*createResult)

@@ -96,7 +96,7 @@ func (p *proxy) Receive(ctx actor.Context) {
 			k = p.nextKey
 			p.keys[m.Sub], p.byKey[k] = k, m.Sub
 		}
-		ctx.Send(p.owner, &remoteDispatch{URI: p.uri, Action: m.Raw, Origin: m.Origin, By: m.By, Proxy: ctx.Self(), Key: k})
+		ctx.Send(p.owner, &remoteDispatch{URI: p.uri, Action: m.Raw, Origin: m.Origin, By: m.By, Proxy: ctx.Self(), Key: k, Who: carry(m.Principal)})
 	case *nodeLost:
 		p.nodeLost(ctx)
 	case *actor.Stopping:

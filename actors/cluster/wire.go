@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -105,7 +106,22 @@ type remoteDispatch struct {
 	By     string          `json:"by"`
 	Proxy  *actor.PID      `json:"proxy"`
 	Key    uint64          `json:"key"`
+	Who    principal       `json:"who"`
 }
+
+// principal is who a client is, as the entry node signed them in and checked them:
+// the node that acts checks the grant again with it.
+type principal struct {
+	User   string   `json:"user,omitempty"`
+	Role   string   `json:"role,omitempty"`
+	Grants []string `json:"grants,omitempty"`
+}
+
+func carry(p auth.Principal) principal {
+	return principal{User: p.User, Role: p.Role, Grants: p.Grants()}
+}
+
+func (p principal) principal() auth.Principal { return auth.Carried(p.User, p.Role, p.Grants) }
 
 // remoteCreate is createTerminal placed on the receiving node. The answer is a
 // *createResult.
@@ -117,7 +133,7 @@ type remoteCreate struct {
 	Cols  int            `json:"cols,omitempty"`
 	Rows  int            `json:"rows,omitempty"`
 	Spec  wireSpec       `json:"spec"`
-	By    string         `json:"by,omitempty"`
+	Who   principal      `json:"who"`
 }
 
 // wireSpec is terminal.Spec as it travels.
@@ -140,11 +156,14 @@ type createResult struct {
 
 // remoteDispose is disposeTerminal on the owner. The answer is a *disposeResult.
 type remoteDispose struct {
-	URI string `json:"uri"`
+	URI string    `json:"uri"`
+	Who principal `json:"who"`
 }
 
 // disposeResult answers remoteDispose.
-type disposeResult struct{}
+type disposeResult struct {
+	Err *messages.Error `json:"err,omitempty"`
+}
 
 // Kinds: the first byte of every encoded message.
 const (

@@ -643,7 +643,7 @@ func (c *connection) createTerminal(ctx actor.Context, id json.RawMessage, raw j
 		}
 		claim = *p.Claim
 	}
-	m := &terminal.Create{URI: p.Channel, Claim: claim, Name: p.Name, Cwd: p.Cwd, Node: p.Meta.Node}
+	m := &terminal.Create{URI: p.Channel, Claim: claim, Name: p.Name, Cwd: p.Cwd, Node: p.Meta.Node, By: c.cfg.Principal}
 	if x := p.Meta.Termhost; x != nil {
 		if x.Command == "" && len(x.Args) > 0 {
 			c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: _meta.x-termhost.args needs a command"))
@@ -692,7 +692,7 @@ func (c *connection) disposeTerminal(ctx actor.Context, id json.RawMessage, raw 
 		return
 	}
 	delete(c.subscribed, p.Channel)
-	f := ctx.RequestFuture(c.cfg.Root, &terminal.Dispose{URI: p.Channel}, channel.RequestTimeout)
+	f := ctx.RequestFuture(c.cfg.Root, &terminal.Dispose{URI: p.Channel, By: c.cfg.Principal}, channel.RequestTimeout)
 	ctx.ReenterAfter(f, func(res interface{}, err error) {
 		if err != nil {
 			c.fail(id, messages.Errorf(messages.CodeInternalError, "Internal error: %v", err))
@@ -836,7 +836,7 @@ func (c *connection) notification(ctx actor.Context, method string, raw json.Raw
 				return
 			}
 		}
-		d := &channel.Dispatch{Channel: p.Channel, Action: &a, Raw: p.Action, Origin: origin, Sub: c.cfg.Outbox, By: c.cfg.Principal.User}
+		d := &channel.Dispatch{Channel: p.Channel, Action: &a, Raw: p.Action, Origin: origin, Sub: c.cfg.Outbox, By: c.cfg.Principal.User, Principal: c.cfg.Principal}
 		if !strings.HasPrefix(a.Type, "terminal/") {
 			ctx.Send(c.cfg.Root, d)
 			return
