@@ -82,6 +82,23 @@ func TestClusterInProcess(t *testing.T) {
 	}
 }
 
+// TestClusterPing: one round trip between two nodes' node actors.
+func TestClusterPing(t *testing.T) {
+	seeds := []int{freeLoopbackPort(t), freeLoopbackPort(t)}
+	seedList := []string{fmt.Sprintf("127.0.0.1:%d", seeds[0]), fmt.Sprintf("127.0.0.1:%d", seeds[1])}
+	node := func(name string, i int) hostOption {
+		return func(c *server.Config) {
+			c.Cluster = &cluster.Options{Cluster: "ping", Name: name, NodeAddr: fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t)),
+				Seeds: seedList, SeedPort: seeds[i], Secret: []byte("s")}
+		}
+	}
+	a := startHost(t, node("a", 0))
+	b := startHost(t, node("b", 1))
+	if _, err := a.srv.Member().Ping(b.srv.Member().Addr(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func dialClient(t *testing.T, ctx context.Context, h *testHost, id string) *client.Conn {
 	c, err := client.Dial(ctx, h.url(h.owner), nil)
 	if err != nil {

@@ -400,6 +400,10 @@ func (s *Server) AgentMCP(session string) (url string, headers map[string]string
 // System is the actor system, for tests and the bench.
 func (s *Server) System() *actor.ActorSystem { return s.system }
 
+// Member is this host's membership of its cluster, nil for a host alone: for the
+// bench, which times round trips between nodes.
+func (s *Server) Member() *cluster.Member { return s.member }
+
 // RootPID is the root actor, for tests and the bench.
 func (s *Server) RootPID() *actor.PID { return s.root }
 

@@ -183,3 +183,20 @@ func seedsProvider(system *actor.ActorSystem, opts Options, host string, port in
 	})
 	return automanaged.NewWithTesting(time.Second, opts.SeedPort, e, opts.Seeds...)
 }
+
+// Ping times one round trip from this node to the node actor at addr (host:port)
+// and back, through protoactor-go's remote as every node message goes.
+func (m *Member) Ping(addr string, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	res, err := m.system.Root.RequestFuture(actor.NewPID(addr, NodeName), &ping{}, timeout).Result()
+	if err != nil {
+		return 0, err
+	}
+	if _, ok := Decode(res).(*pong); !ok {
+		return 0, fmt.Errorf("cluster: %s answered a ping with %T", addr, res)
+	}
+	return time.Since(start), nil
+}
+
+// Addr is this node's address, as the others reach it.
+func (m *Member) Addr() string { return m.addr }

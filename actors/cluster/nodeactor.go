@@ -166,6 +166,8 @@ func (n *node) Receive(ctx actor.Context) {
 		n.gatewayCreate(ctx, msg)
 	case *remoteDispose:
 		n.gatewayDispose(ctx, msg)
+	case *ping:
+		ctx.Respond(&pong{})
 	case *actor.Terminated:
 		for uri, pid := range n.proxies {
 			if pid.Id == msg.Who.Id {

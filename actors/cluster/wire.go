@@ -165,6 +165,13 @@ type disposeResult struct {
 	Err *messages.Error `json:"err,omitempty"`
 }
 
+// ping asks a node actor for a pong: one round trip between nodes, as the bench
+// measures it.
+type ping struct{}
+
+// pong answers ping.
+type pong struct{}
+
 // Kinds: the first byte of every encoded message.
 const (
 	kindHello byte = iota + 1
@@ -180,6 +187,8 @@ const (
 	kindCreateResult
 	kindDispose
 	kindDisposeResult
+	kindPing
+	kindPong
 )
 
 // packed is what a node-to-node message becomes on its way out: a BytesValue (what is
@@ -220,6 +229,8 @@ func (m *remoteCreate) Serialize() (remote.RootSerialized, error)   { return pac
 func (m *createResult) Serialize() (remote.RootSerialized, error)   { return pack(kindCreateResult, m) }
 func (m *remoteDispose) Serialize() (remote.RootSerialized, error)  { return pack(kindDispose, m) }
 func (m *disposeResult) Serialize() (remote.RootSerialized, error)  { return pack(kindDisposeResult, m) }
+func (m *ping) Serialize() (remote.RootSerialized, error)           { return pack(kindPing, m) }
+func (m *pong) Serialize() (remote.RootSerialized, error)           { return pack(kindPong, m) }
 
 // Serialize writes a frame without JSON: it is the hot path, every chunk of output.
 func (m *frame) Serialize() (remote.RootSerialized, error) {
@@ -281,6 +292,10 @@ func decode(b []byte) (any, error) {
 		v = &remoteDispose{}
 	case kindDisposeResult:
 		v = &disposeResult{}
+	case kindPing:
+		v = &ping{}
+	case kindPong:
+		v = &pong{}
 	default:
 		return nil, fmt.Errorf("cluster: unknown node message kind %d", b[0])
 	}

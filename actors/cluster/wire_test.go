@@ -34,6 +34,8 @@ func TestNodeMessagesRoundTrip(t *testing.T) {
 		&createResult{IsPty: true},
 		&remoteDispose{URI: "ahp-terminal:/t", Who: carry(owner)},
 		&disposeResult{},
+		&ping{},
+		&pong{},
 	}
 	for _, m := range msgs {
 		out, err := m.Serialize()
