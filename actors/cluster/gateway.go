@@ -113,6 +113,9 @@ func (n *node) gatewaySubscribed(m *gatewaySubscribed) {
 			return
 		}
 		s.answer(&subscribed{Gen: s.gen, State: state})
+		if r.Terminal != nil && !n.viaRoot[s.uri] {
+			n.terminals[s.uri] = r.Terminal
+		}
 	}
 }
 
@@ -131,7 +134,19 @@ func (n *node) gatewayDispatch(ctx actor.Context, m *remoteDispatch) {
 		n.journal.Reject(sub, m.URI, m.Action, m.Origin, who.Refusal(grant))
 		return
 	}
-	ctx.Send(n.root, &channel.Dispatch{Channel: m.URI, Action: &a, Raw: m.Action, Origin: m.Origin, By: m.By, Principal: who, Sub: sub})
+	d := &channel.Dispatch{Channel: m.URI, Action: &a, Raw: m.Action, Origin: m.Origin, By: m.By, Principal: who, Sub: sub}
+	// Straight to the terminal once a subscribe named it, as a connection does
+	// (channel.SubscribeResult.Terminal), unless a dispatch already went through the
+	// root, which it could overtake.
+	if pid := n.terminals[m.URI]; pid != nil {
+		if _, alive := ctx.ActorSystem().ProcessRegistry.Get(pid); alive {
+			ctx.Send(pid, d)
+			return
+		}
+		delete(n.terminals, m.URI)
+	}
+	n.viaRoot[m.URI] = true
+	ctx.Send(n.root, d)
 }
 
 // gatewayDispose disposes a terminal here for a client of another node, checked again
@@ -160,7 +175,7 @@ func (n *node) gatewayCreate(ctx actor.Context, m *remoteCreate) {
 			return
 		}
 		answer := &createResult{Err: r.Err, IsPty: r.IsPty, Detection: r.Detection}
-		if r.Err != nil || n.listsLocally(m.URI) {
+		if r.Err != nil || n.listed[m.URI] && n.rowsTimer == nil {
 			ctx.Respond(answer)
 			return
 		}
@@ -170,13 +185,4 @@ func (n *node) gatewayCreate(ctx actor.Context, m *remoteCreate) {
 		sender := ctx.Sender()
 		n.afterRow[m.URI] = append(n.afterRow[m.URI], func() { ctx.Send(sender, answer) })
 	})
-}
-
-func (n *node) listsLocally(uri string) bool {
-	for _, r := range n.local {
-		if r.Resource == uri {
-			return true
-		}
-	}
-	return false
 }

@@ -47,15 +47,24 @@ type node struct {
 	owner   map[string]string
 	proxies map[string]*actor.PID
 
-	// Owner side: the subscriptions other nodes' proxies hold here.
-	subs map[string]*remoteSub
+	// Owner side: the subscriptions other nodes' proxies hold here; the terminals
+	// remote dispatches go to directly, and those whose dispatches went through the
+	// root and keep going that way (see gatewayDispatch).
+	subs      map[string]*remoteSub
+	terminals map[string]*actor.PID
+	viaRoot   map[string]bool
 
 	// afterRow are create answers waiting for the row of their terminal to go out.
 	afterRow map[string][]func()
 
 	local     []messages.TerminalInfo
+	listed    map[string]bool // the URIs of local
 	load      Load
 	loadTimer *time.Timer
+	// The rows go to the peers at most once per rowsWindow: rowsSent is when they
+	// last went, rowsTimer is set while a send waits for the window's end.
+	rowsSent  time.Time
+	rowsTimer *time.Timer
 	topoSub   any
 }
 
@@ -65,6 +74,8 @@ type (
 	loadTick struct{}
 	// startDrain says this node takes no new terminals from now on.
 	startDrain struct{}
+	// rowsFlush is the rows throttle's timer firing.
+	rowsFlush struct{}
 	// unanswered is a greeting's deadline.
 	unanswered struct{ addr string }
 	// gatewaySubscribed is the root's answer to a subscribe the gateway made for a
@@ -81,7 +92,7 @@ type nodeLost struct{}
 
 func newNode(m *Member, journal *delivery.Journal, rootPID *actor.PID) *node {
 	return &node{m: m, journal: journal, root: rootPID, members: map[string]bool{}, peers: map[string]*peer{},
-		owner: map[string]string{}, proxies: map[string]*actor.PID{}, subs: map[string]*remoteSub{}, afterRow: map[string][]func(){}}
+		owner: map[string]string{}, proxies: map[string]*actor.PID{}, subs: map[string]*remoteSub{}, terminals: map[string]*actor.PID{}, viaRoot: map[string]bool{}, afterRow: map[string][]func(){}}
 }
 
 func (n *node) Receive(ctx actor.Context) {
@@ -91,6 +102,9 @@ func (n *node) Receive(ctx actor.Context) {
 	case *actor.Stopping:
 		if n.loadTimer != nil {
 			n.loadTimer.Stop()
+		}
+		if n.rowsTimer != nil {
+			n.rowsTimer.Stop()
 		}
 		for _, s := range n.subs {
 			s.close()
@@ -121,18 +135,16 @@ func (n *node) Receive(ctx actor.Context) {
 		}
 	case *root.LocalRows:
 		n.local = msg.Rows
+		n.listed = make(map[string]bool, len(msg.Rows))
+		for _, r := range msg.Rows {
+			n.listed[r.Resource] = true
+		}
 		n.load.Terminals = len(msg.Rows)
-		for _, p := range n.peers {
-			ctx.Send(p.pid, &rows{Addr: n.m.addr, Instance: n.m.instance, Rows: n.local, Load: n.load})
-		}
-		for uri, answers := range n.afterRow {
-			if n.listsLocally(uri) {
-				delete(n.afterRow, uri)
-				for _, answer := range answers {
-					answer()
-				}
-			}
-		}
+		n.forgetUnlisted()
+		n.sendRows(ctx)
+	case *rowsFlush:
+		n.rowsTimer = nil
+		n.sendRows(ctx)
 
 	// Caller side: what the root routes here for a terminal another node owns.
 	case *channel.Subscribe:
@@ -407,4 +419,49 @@ func loadAverage() float64 {
 
 func subKey(pid *actor.PID, gen uint64) string {
 	return fmt.Sprintf("%s/%s/%d", pid.GetAddress(), pid.GetId(), gen)
+}
+
+// forgetUnlisted drops what the gateway keeps of terminals this node no longer lists.
+func (n *node) forgetUnlisted() {
+	for uri := range n.terminals {
+		if !n.listed[uri] {
+			delete(n.terminals, uri)
+		}
+	}
+	for uri := range n.viaRoot {
+		if !n.listed[uri] {
+			delete(n.viaRoot, uri)
+		}
+	}
+}
+
+// rowsWindow throttles this node's rows to its peers, as the root throttles its list
+// (a burst of a thousand creates would otherwise send a thousand ever longer lists to
+// every node): the first change after a quiet window goes at once, the rest as one
+// at the window's end.
+const rowsWindow = 10 * time.Millisecond
+
+// sendRows tells every peer this node's rows, unless the window says wait; the
+// creates waiting for their row are answered after it went.
+func (n *node) sendRows(ctx actor.Context) {
+	if n.rowsTimer != nil {
+		return
+	}
+	if wait := rowsWindow - time.Since(n.rowsSent); wait > 0 {
+		self, system := ctx.Self(), ctx.ActorSystem()
+		n.rowsTimer = time.AfterFunc(wait, func() { system.Root.Send(self, &rowsFlush{}) })
+		return
+	}
+	n.rowsSent = time.Now()
+	for _, p := range n.peers {
+		ctx.Send(p.pid, &rows{Addr: n.m.addr, Instance: n.m.instance, Rows: n.local, Load: n.load})
+	}
+	for uri, answers := range n.afterRow {
+		if n.listed[uri] {
+			delete(n.afterRow, uri)
+			for _, answer := range answers {
+				answer()
+			}
+		}
+	}
 }

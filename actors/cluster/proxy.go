@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -8,6 +9,7 @@ import (
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/server/ahp"
 )
 
 // proxy stands in, on the calling node, for one terminal another node owns. It holds
@@ -26,6 +28,12 @@ type proxy struct {
 	phase phase
 	state messages.TerminalState
 	sb    messages.Scrollback
+	// dataPrefix is how every terminal/data frame of this channel begins, up to its
+	// data; unfolded holds output that came as such frames and is not folded into
+	// state yet, still JSON-escaped, with a quote before it: folding it takes one
+	// decode for many frames instead of two for each (see frame).
+	dataPrefix []byte
+	unfolded   []byte
 
 	subs    map[delivery.Subscriber]bool
 	waiting []waiter
@@ -55,7 +63,7 @@ func newProxyProps(uri string, owner *actor.PID, journal *delivery.Journal, limi
 		limit = 200_000
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &proxy{uri: uri, owner: owner, journal: journal, sb: messages.Scrollback{Limit: limit},
+		return &proxy{uri: uri, owner: owner, journal: journal, sb: messages.Scrollback{Limit: limit}, dataPrefix: messages.DataFramePrefix(uri),
 			subs: map[delivery.Subscriber]bool{}, keys: map[delivery.Subscriber]uint64{}, byKey: map[uint64]delivery.Subscriber{}}
 	})
 }
@@ -96,7 +104,8 @@ func (p *proxy) Receive(ctx actor.Context) {
 			k = p.nextKey
 			p.keys[m.Sub], p.byKey[k] = k, m.Sub
 		}
-		ctx.Send(p.owner, &remoteDispatch{URI: p.uri, Action: m.Raw, Origin: m.Origin, By: m.By, Proxy: ctx.Self(), Key: k, Who: carry(m.Principal)})
+		ctx.Send(p.owner, &remoteDispatch{URI: p.uri, Action: m.Raw, Origin: m.Origin, By: m.By, Proxy: ctx.Self(), Key: k,
+			Who: carryFor(m.Principal, ahp.ActionGrant(m.Action.Type))})
 	case *nodeLost:
 		p.nodeLost(ctx)
 	case *actor.Stopping:
@@ -121,6 +130,7 @@ func (p *proxy) subscribe(ctx actor.Context, m *channel.Subscribe) {
 }
 
 func (p *proxy) snapshot(ctx actor.Context) *channel.SubscribeResult {
+	p.fold()
 	p.sb.Settle(&p.state)
 	return &channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: p.uri, State: p.state.Clone(), FromSeq: p.journal.Current()}, Terminal: ctx.Self()}
 }
@@ -157,21 +167,74 @@ func (p *proxy) subscribed(ctx actor.Context, m *subscribed) {
 func (p *proxy) release(ctx actor.Context) {
 	ctx.Send(p.owner, &remoteUnsubscribe{URI: p.uri, Proxy: ctx.Self(), Gen: p.gen})
 	p.phase = idle
-	p.state = messages.TerminalState{}
+	p.state, p.unfolded = messages.TerminalState{}, nil
 }
 
+// foldAfter is how many escaped bytes of output may wait unfolded: the scrollback's
+// own trimming bounds memory beyond it.
+const foldAfter = 256 << 10
+
 // frame folds one frame from the owner and hands it to every subscriber here with
-// this node's next serverSeq.
+// this node's next serverSeq. Output, nearly every frame, is not decoded: its action
+// is cut out of the frame as it is, and its escaped data waits in unfolded until
+// something needs the state (a snapshot, another action, or enough of it).
 func (p *proxy) frame(f []byte) {
-	env, a, ok := readFrame(f)
-	if !ok {
-		return
+	var action json.RawMessage
+	var origin *messages.Origin
+	if data, raw, ok := p.splitData(f); ok {
+		if len(p.unfolded) == 0 {
+			p.unfolded = append(p.unfolded, '"')
+		}
+		p.unfolded = append(p.unfolded, data...)
+		if len(p.unfolded) > foldAfter {
+			p.fold()
+		}
+		action = raw
+	} else {
+		env, a, ok := readFrame(f)
+		if !ok {
+			return
+		}
+		p.fold()
+		p.sb.Apply(&p.state, a)
+		action, origin = env.Action, env.Origin
 	}
-	p.sb.Apply(&p.state, a)
-	out := p.journal.Stamp(&messages.Envelope{Channel: p.uri, Action: env.Action, Origin: env.Origin})
+	out := p.journal.Stamp(&messages.Envelope{Channel: p.uri, Action: action, Origin: origin})
 	for s := range p.subs {
 		s.Deliver(p.uri, out)
 	}
+}
+
+// dataTail ends a terminal/data action in a frame and opens its serverSeq.
+var dataTail = []byte(`"},"serverSeq":`)
+
+// splitData cuts a terminal/data frame of this channel into its escaped data and its
+// action's bytes; false for any other frame.
+func (p *proxy) splitData(f []byte) (data, action []byte, ok bool) {
+	if !bytes.HasPrefix(f, p.dataPrefix) {
+		return nil, nil, false
+	}
+	end := bytes.LastIndex(f, dataTail)
+	if end < len(p.dataPrefix) || !bytes.HasSuffix(f, []byte("}}")) {
+		return nil, nil, false
+	}
+	// The action starts at its opening brace, just before `"type"`.
+	start := len(p.dataPrefix) - len(`{"type":"terminal/data","data":"`)
+	return f[len(p.dataPrefix):end], f[start : end+2], true
+}
+
+// fold decodes the output waiting in unfolded, as one terminal/data, into state.
+func (p *proxy) fold() {
+	if len(p.unfolded) == 0 {
+		return
+	}
+	var data string
+	err := json.Unmarshal(append(p.unfolded, '"'), &data)
+	p.unfolded = p.unfolded[:0]
+	if err != nil {
+		return // the owner's frames are its own encoding; this does not happen
+	}
+	p.sb.Apply(&p.state, &messages.Action{Type: messages.TerminalData, Data: &data})
 }
 
 func (p *proxy) rejected(m *rejected) {
@@ -193,6 +256,7 @@ func (p *proxy) nodeLost(ctx actor.Context) {
 		ctx.Send(w.sender, &channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s: its node was lost", p.uri)})
 	}
 	if p.phase == live {
+		p.fold()
 		a := &messages.Action{Type: messages.TerminalExited, Meta: map[string]any{"reason": "node lost"}}
 		messages.ReduceTerminal(&p.state, a)
 		out := p.journal.Stamp(&messages.Envelope{Channel: p.uri, Action: messages.EncodeAction(a)})

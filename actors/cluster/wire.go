@@ -121,6 +121,16 @@ func carry(p auth.Principal) principal {
 	return principal{User: p.User, Role: p.Role, Grants: p.Grants()}
 }
 
+// carryFor is p with only the one grant an action needs, where p holds it: what a
+// keystroke carries, so that it is not a list of every grant.
+func carryFor(p auth.Principal, grant string) principal {
+	c := principal{User: p.User, Role: p.Role}
+	if grant != "" && p.Can(grant) {
+		c.Grants = []string{grant}
+	}
+	return c
+}
+
 func (p principal) principal() auth.Principal { return auth.Carried(p.User, p.Role, p.Grants) }
 
 // remoteCreate is createTerminal placed on the receiving node. The answer is a

@@ -461,6 +461,11 @@ func runCluster(t *testing.T, provider func(slot int) []string) {
 	_ = ta.Dispatch(ctx, x, 1, map[string]any{"type": "terminal/input", "data": "echo x-$((6*7))\r"})
 	sA.untilOutput(ctx, "x-42")
 	sB.untilOutput(ctx, "x-42")
+	// A second subscriber on node a is answered from what node a's proxy folded.
+	ta2 := a.dial(ctx, "ta2")
+	if st, _, _ := subscribeStream(t, ctx, ta2, x); !strings.Contains(st.Text(), "x-42") || st.Claim.ClientID != "ta" {
+		t.Fatalf("a second snapshot on node a: %+v", st)
+	}
 	_ = ta.Dispatch(ctx, x, 2, map[string]any{"type": "terminal/resized", "cols": 100, "rows": 30})
 	sA.until(ctx, "resized", isType(messages.TerminalResized))
 	sB.until(ctx, "resized", isType(messages.TerminalResized))
@@ -504,10 +509,10 @@ func runCluster(t *testing.T, provider func(slot int) []string) {
 	if stC.Title != "renamed" || stC.Cols == nil || *stC.Cols != 100 || stC.Claim.ClientID != "tb" || len(stC.Content) != 0 {
 		t.Fatalf("a late snapshot on node c: %+v", stC)
 	}
-	ta2 := a.dial(ctx, "ta2")
-	stA2, _, _ := subscribeStream(t, ctx, ta2, x)
-	if stA2.Title != "renamed" || stA2.Claim.ClientID != "tb" {
-		t.Fatalf("a second snapshot on node a: %+v", stA2)
+	ta3 := a.dial(ctx, "ta3")
+	stA3, _, _ := subscribeStream(t, ctx, ta3, x)
+	if stA3.Title != "renamed" || stA3.Claim.ClientID != "tb" || len(stA3.Content) != 0 {
+		t.Fatalf("a third snapshot on node a: %+v", stA3)
 	}
 
 	// Disposed from node a, it goes off every list.
