@@ -156,7 +156,9 @@ func (m *Member) Drain() { m.system.Root.Send(m.PID(), &startDrain{}) }
 // take its terminals off their lists at once rather than on failure detection.
 func (m *Member) Leave() {
 	_ = m.cluster.Config.ClusterProvider.Shutdown(true)
-	m.cluster.Remote.Shutdown(true)
+	// Not graceful: a graceful stop waits up to ten seconds for every stream another
+	// node holds open, and the terminals are already gone by now.
+	m.cluster.Remote.Shutdown(false)
 }
 
 // memberAddrs are the addresses of the members in a topology, this node's left out.

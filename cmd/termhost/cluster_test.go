@@ -389,11 +389,14 @@ func startEtcd(t *testing.T) string {
 }
 
 func TestClusterWithEtcd(t *testing.T) {
+	// The two providers' runs wait on the network mostly, so they share the time.
+	t.Parallel()
 	endpoint := startEtcd(t)
 	runCluster(t, func(int) []string { return []string{"--etcd", endpoint} })
 }
 
 func TestClusterWithSeeds(t *testing.T) {
+	t.Parallel()
 	// Every node's seed address is in every node's list, the late ones' included, as
 	// the automanaged provider polls only the addresses it is given.
 	ports := make([]int, 5)
