@@ -14,6 +14,7 @@ import (
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/root"
+	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/messages"
 )
@@ -23,6 +24,7 @@ type peer struct {
 	addr, instance, name string
 	pid                  *actor.PID
 	rows                 []messages.TerminalInfo
+	chats                []string
 	load                 Load
 	// placed counts the terminals this node placed there since its last rows, so a
 	// burst of creates spreads instead of all going to the node that looked least
@@ -58,6 +60,7 @@ type node struct {
 	afterRow map[string][]func()
 
 	local     []messages.TerminalInfo
+	chats     []string        // this node's sessions' chats
 	listed    map[string]bool // the URIs of local
 	load      Load
 	loadTimer *time.Timer
@@ -126,7 +129,7 @@ func (n *node) Receive(ctx actor.Context) {
 		n.hello(ctx, msg)
 	case *rows:
 		if p := n.known(ctx, msg.Addr, msg.Instance); p != nil {
-			p.rows, p.load, p.placed = msg.Rows, msg.Load, 0
+			p.rows, p.chats, p.load, p.placed = msg.Rows, msg.Chats, msg.Load, 0
 			n.publish(ctx, p)
 		}
 	case *loadReport:
@@ -134,7 +137,7 @@ func (n *node) Receive(ctx actor.Context) {
 			p.load = msg.Load
 		}
 	case *root.LocalRows:
-		n.local = msg.Rows
+		n.local, n.chats = msg.Rows, msg.Chats
 		n.listed = make(map[string]bool, len(msg.Rows))
 		for _, r := range msg.Rows {
 			n.listed[r.Resource] = true
@@ -199,6 +202,7 @@ func (n *node) started(ctx actor.Context) {
 		}
 	})
 	n.load.Average = loadAverage()
+	ctx.Send(n.root, &root.ResendRows{})
 	n.topology(ctx, n.m.cluster.MemberList.Members().Members())
 	n.loadTimer = time.AfterFunc(n.m.opts.LoadInterval, func() { system.Root.Send(self, &loadTick{}) })
 }
@@ -221,7 +225,7 @@ func (n *node) topology(ctx actor.Context, members []*pcluster.Member) {
 }
 
 func (n *node) greet(ctx actor.Context, addr string, reply bool) {
-	ctx.Send(actor.NewPID(addr, NodeName), &hello{Addr: n.m.addr, Instance: n.m.instance, Name: n.m.opts.Name, Rows: n.local, Load: n.load, Reply: reply})
+	ctx.Send(actor.NewPID(addr, NodeName), &hello{Addr: n.m.addr, Instance: n.m.instance, Name: n.m.opts.Name, Rows: n.local, Chats: n.chats, Load: n.load, Reply: reply})
 	if !reply {
 		self, system := ctx.Self(), ctx.ActorSystem()
 		time.AfterFunc(greetDeadline, func() { system.Root.Send(self, &unanswered{addr: addr}) })
@@ -255,7 +259,7 @@ func (n *node) hello(ctx actor.Context, h *hello) {
 		n.peers[h.Addr] = p
 		n.m.opts.Logger.Info("a node joined", "node", h.Name, "addr", h.Addr)
 	}
-	p.name, p.rows, p.load, p.placed = h.Name, h.Rows, h.Load, 0
+	p.name, p.rows, p.chats, p.load, p.placed = h.Name, h.Rows, h.Chats, h.Load, 0
 	n.publish(ctx, p)
 	if fresh && !h.Reply {
 		n.greet(ctx, h.Addr, true)
@@ -289,14 +293,13 @@ func (n *node) publish(ctx actor.Context, p *peer) {
 			}
 		}
 	}
-	ctx.Send(n.root, &root.RemoteRows{Source: p.addr, Rows: slices.Clone(p.rows)})
+	ctx.Send(n.root, &root.RemoteRows{Source: p.addr, Rows: slices.Clone(p.rows), Chats: slices.Clone(p.chats)})
 }
 
 // lost takes a node that went off every list here: its terminals exit for their
 // subscribers with _meta.reason "node lost", and what it subscribed to here ends.
 func (n *node) lost(ctx actor.Context, p *peer, why string) {
 	n.m.opts.Logger.Warn("a node was lost; its terminals exit on this node's list", "node", p.name, "addr", p.addr, "why", why)
-	delete(n.peers, p.addr)
 	for uri, addr := range n.owner {
 		if addr != p.addr {
 			continue
@@ -307,6 +310,13 @@ func (n *node) lost(ctx actor.Context, p *peer, why string) {
 			ctx.Send(pid, &nodeLost{})
 		}
 	}
+	for uri, pid := range n.proxies {
+		if n.chatOwner(uri) == p {
+			delete(n.proxies, uri)
+			ctx.Send(pid, &nodeLost{})
+		}
+	}
+	delete(n.peers, p.addr)
 	ctx.Send(n.root, &root.RemoteRows{Source: p.addr})
 	for key, s := range n.subs {
 		if s.proxy.Address == p.addr {
@@ -323,6 +333,9 @@ func (n *node) toProxy(ctx actor.Context, uri string) bool {
 	pid := n.proxies[uri]
 	if pid == nil {
 		p := n.peers[n.owner[uri]]
+		if p == nil {
+			p = n.chatOwner(uri)
+		}
 		if p == nil {
 			return false
 		}
@@ -454,7 +467,7 @@ func (n *node) sendRows(ctx actor.Context) {
 	}
 	n.rowsSent = time.Now()
 	for _, p := range n.peers {
-		ctx.Send(p.pid, &rows{Addr: n.m.addr, Instance: n.m.instance, Rows: n.local, Load: n.load})
+		ctx.Send(p.pid, &rows{Addr: n.m.addr, Instance: n.m.instance, Rows: n.local, Chats: n.chats, Load: n.load})
 	}
 	for uri, answers := range n.afterRow {
 		if n.listed[uri] {
@@ -464,4 +477,19 @@ func (n *node) sendRows(ctx actor.Context) {
 			}
 		}
 	}
+}
+
+// chatOwner is the peer holding the chat a command terminal's URI names, or nil: such
+// a terminal, retained after its command or live, is that node's.
+func (n *node) chatOwner(uri string) *peer {
+	chat, _, ok := session.ParseCommandTerminalURI(uri)
+	if !ok {
+		return nil
+	}
+	for _, p := range n.peers {
+		if slices.Contains(p.chats, chat) {
+			return p
+		}
+	}
+	return nil
 }

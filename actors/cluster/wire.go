@@ -30,6 +30,7 @@ type hello struct {
 	Instance string                  `json:"instance"`
 	Name     string                  `json:"name"`
 	Rows     []messages.TerminalInfo `json:"rows"`
+	Chats    []string                `json:"chats,omitempty"`
 	Load     Load                    `json:"load"`
 	Reply    bool                    `json:"reply,omitempty"`
 }
@@ -39,6 +40,7 @@ type rows struct {
 	Addr     string                  `json:"addr"`
 	Instance string                  `json:"instance"`
 	Rows     []messages.TerminalInfo `json:"rows"`
+	Chats    []string                `json:"chats,omitempty"`
 	Load     Load                    `json:"load"`
 }
 

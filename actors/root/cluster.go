@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/messages"
 )
@@ -17,7 +18,12 @@ import (
 
 // LocalRows is this node's own rows, each with its node in _meta.node, sent to the
 // node actor whenever they change so that it tells the other nodes.
-type LocalRows struct{ Rows []messages.TerminalInfo }
+// Chats are the chats of this node's sessions: a terminal a command of one of them ran
+// in (retained or live) is routed here from every node by its chat.
+type LocalRows struct {
+	Rows  []messages.TerminalInfo
+	Chats []string
+}
 
 // RemoteRows replaces the rows another node (Source, its address) lists: the root
 // lists them after its own, and routes their URIs to the node actor. No rows take
@@ -25,7 +31,12 @@ type LocalRows struct{ Rows []messages.TerminalInfo }
 type RemoteRows struct {
 	Source string
 	Rows   []messages.TerminalInfo
+	Chats  []string
 }
+
+// ResendRows asks the root to send the node actor its rows and chats again: the node
+// actor starts after the root, and what the root said before that went nowhere.
+type ResendRows struct{}
 
 // NodeMeta is the _meta key a row names its node by.
 const NodeMeta = "node"
@@ -35,7 +46,7 @@ func (h *rootActor) clustered() bool { return h.opts.Cluster != nil }
 // toCluster forwards the message being handled to the node actor when uri is a
 // terminal another node owns, and reports whether it did.
 func (h *rootActor) toCluster(ctx actor.Context, uri string) bool {
-	if !h.remoteURIs[uri] {
+	if !h.remoteURIs[uri] && !h.remoteChat(uri) {
 		return false
 	}
 	ctx.Forward(h.opts.Cluster)
@@ -53,11 +64,30 @@ func (h *rootActor) placeInCluster(ctx actor.Context, m *terminal.Create) bool {
 	return true
 }
 
+// remoteChat reports whether uri is a command terminal of a chat another node holds.
+func (h *rootActor) remoteChat(uri string) bool {
+	chat, _, ok := session.ParseCommandTerminalURI(uri)
+	if !ok || h.chats[chat] != nil {
+		return false
+	}
+	for _, chats := range h.remoteChats {
+		if slices.Contains(chats, chat) {
+			return true
+		}
+	}
+	return false
+}
+
 func (h *rootActor) remoteRows(ctx actor.Context, m *RemoteRows) {
 	if len(m.Rows) == 0 {
 		delete(h.remote, m.Source)
 	} else {
 		h.remote[m.Source] = m.Rows
+	}
+	if len(m.Chats) == 0 {
+		delete(h.remoteChats, m.Source)
+	} else {
+		h.remoteChats[m.Source] = m.Chats
 	}
 	clear(h.remoteURIs)
 	for _, rows := range h.remote {
@@ -84,9 +114,10 @@ func (h *rootActor) clusterList(ctx actor.Context, local []messages.TerminalInfo
 	}
 	// Only a change of its own: a node that told the others its rows each time theirs
 	// came would have them all echoing one another without end.
-	if !reflect.DeepEqual(local, h.sentLocal) {
-		h.sentLocal = slices.Clone(local)
-		ctx.Send(h.opts.Cluster, &LocalRows{Rows: h.sentLocal})
+	chats := slices.Sorted(maps.Keys(h.chats))
+	if !reflect.DeepEqual(local, h.sentLocal) || !slices.Equal(chats, h.sentChats) {
+		h.sentLocal, h.sentChats = slices.Clone(local), chats
+		ctx.Send(h.opts.Cluster, &LocalRows{Rows: h.sentLocal, Chats: chats})
 	}
 	list := local
 	for _, source := range slices.Sorted(maps.Keys(h.remote)) {

@@ -186,6 +186,10 @@ type rootActor struct {
 	remote     map[string][]messages.TerminalInfo
 	remoteURIs map[string]bool
 	sentLocal  []messages.TerminalInfo
+	// remoteChats are the chats other nodes hold, by node; sentChats this node's, as
+	// last told to the node actor.
+	remoteChats map[string][]string
+	sentChats   []string
 
 	// draining refuses new terminals; drainWaiters hear when the shells are done
 	// (see drain.go).
@@ -216,7 +220,7 @@ func NewProps(opts Options, journal *delivery.Journal) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		h := &rootActor{opts: opts, journal: journal, entries: map[string]*terminalEntry{}, subs: map[delivery.Subscriber]bool{},
 			sessions: map[string]*actor.PID{}, chats: map[string]*actor.PID{},
-			remote: map[string][]messages.TerminalInfo{}, remoteURIs: map[string]bool{}}
+			remote: map[string][]messages.TerminalInfo{}, remoteURIs: map[string]bool{}, remoteChats: map[string][]string{}}
 		h.behavior.Become(h.serving)
 		h.root = messages.RootState{
 			Agents:    opts.agentList(),
@@ -374,6 +378,9 @@ func (h *rootActor) registry(ctx actor.Context) {
 		ctx.Respond(append([]string(nil), h.order...))
 	case *RemoteRows:
 		h.remoteRows(ctx, m)
+	case *ResendRows:
+		h.sentLocal, h.sentChats = nil, nil
+		h.publishTerminals(ctx)
 	case *Drain:
 		h.drain(ctx)
 	case *actor.Terminated:
@@ -778,6 +785,9 @@ func (h *rootActor) restoreSessions(ctx actor.Context) {
 		for _, c := range rec.Chats {
 			h.chats[c] = pid
 		}
+	}
+	if h.clustered() {
+		h.publishTerminals(ctx) // the other nodes hear of the chats kept here
 	}
 }
 

@@ -3,9 +3,16 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termhost/termhost/actors/cluster"
 	"github.com/termhost/termhost/internal/client"
 	"github.com/termhost/termhost/messages"
 )
@@ -552,6 +560,15 @@ func runCluster(t *testing.T, provider func(slot int) []string) {
 	}
 	e.stop()
 
+	// A `!` command runs in a session of node c: its terminal, kept once the turn
+	// ended, is reachable from node a by its URI.
+	sess := c.dial(ctx, "sess-c")
+	kept := runBang(t, ctx, sess, "ahp-session:/on-c", "!echo kept-$((3*3))")
+	watchKept := a.dial(ctx, "watch-kept")
+	if st, _, _ := subscribeStream(t, ctx, watchKept, kept); !strings.Contains(st.Text(), "kept-9") {
+		t.Fatalf("node c's command terminal from node a: %+v", st)
+	}
+
 	// SIGKILL node c: its terminal exits, with no code and "node lost", for a
 	// subscriber on node a, and goes off the lists; nothing else changes.
 	watchC := a.dial(ctx, "watch-c")
@@ -578,6 +595,23 @@ func runCluster(t *testing.T, provider func(slot int) []string) {
 	rootC = c.dial(ctx, "root-c2")
 	if rows := rootRows(t, ctx, rootC); !hasRows(two)(listOf(rows)) {
 		waitList(t, ctx, rootC, "the list on the restarted node", hasRows(two))
+	}
+	// Its kept command terminal is back: node a reaches it again, exited, with what
+	// the command printed. Until node c has told node a of its chats the URI names
+	// nothing, so the subscribe is retried under the deadline.
+	for {
+		snap, err := watchKept.Subscribe(ctx, kept)
+		if err == nil {
+			st, _ := snap.TerminalState()
+			if !strings.Contains(st.Text(), "kept-9") || st.Lifecycle == nil || st.Lifecycle.Status != messages.StatusExited {
+				t.Fatalf("the kept terminal after node c's restart: %+v", st)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the kept terminal never came back: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	createOn(t, ctx, rootA, "root-a", "ahp-terminal:/on-c2", "c")
 	two["ahp-terminal:/on-c2"] = "c"
@@ -652,4 +686,105 @@ func TestServeDrain(t *testing.T) {
 	if !strings.Contains(n.logs(), "drained") {
 		t.Fatalf("no drained line:\n%s", n.logs())
 	}
+}
+
+// runBang opens a session on c's node, runs text (a `!` command) as a turn, waits for
+// the turn to end and returns the URI of the terminal the command ran in.
+func runBang(t *testing.T, ctx context.Context, c *client.Conn, sessionURI, text string) string {
+	t.Helper()
+	raw, err := c.Request(ctx, "createSession", map[string]any{"channel": sessionURI, "workingDirectories": []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct{ Chat string }
+	if err := json.Unmarshal(raw, &r); err != nil || r.Chat == "" {
+		t.Fatalf("createSession: %s", raw)
+	}
+	if _, err := c.Subscribe(ctx, r.Chat); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Dispatch(ctx, r.Chat, 1, map[string]any{"type": "chat/turnStarted", "turnId": "t1", "startedAt": time.Now().UTC().Format(time.RFC3339),
+		"message": map[string]any{"text": text, "origin": map[string]any{"kind": "user"}}})
+	uri := ""
+	for {
+		select {
+		case n := <-c.Notifications:
+			if n.Envelope == nil || n.Envelope.Channel != r.Chat {
+				continue
+			}
+			switch n.Envelope.Type {
+			case "chat/toolCallComplete":
+				var a struct {
+					Result struct{ Content []struct{ Resource string } }
+				}
+				_ = json.Unmarshal(n.Envelope.Action, &a)
+				if len(a.Result.Content) > 0 {
+					uri = a.Result.Content[0].Resource
+				}
+			case "chat/turnComplete":
+				if uri == "" {
+					t.Fatal("the command's turn ended without its terminal")
+				}
+				return uri
+			}
+		case <-ctx.Done():
+			t.Fatal("the command's turn never ended")
+		}
+	}
+}
+
+// TestClusterMutualTLS: nodes given certificates speak mutual TLS to one another; a
+// node with the secret but no certificate is never heard from.
+func TestClusterMutualTLS(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	files := writeClusterCerts(t, t.TempDir())
+	ports := []int{freePort(t), freePort(t), freePort(t)}
+	seeds := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", ports[0], ports[1], ports[2])
+	withTLS := []string{"--cluster-cert", files.Cert, "--cluster-key", files.Key, "--cluster-ca", files.CA}
+	a := newClusterNode(t, bin, "a", append([]string{"--seeds", seeds, "--seed-port", strconv.Itoa(ports[0])}, withTLS...)...)
+	b := newClusterNode(t, bin, "b", append([]string{"--seeds", seeds, "--seed-port", strconv.Itoa(ports[1])}, withTLS...)...)
+	plain := newClusterNode(t, bin, "plain", "--seeds", seeds, "--seed-port", strconv.Itoa(ports[2]))
+	const secret = "the cluster's secret"
+	a.start(secret)
+	b.start(secret)
+	plain.start(secret)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+	defer cancel()
+	rootA, rootB := a.dial(ctx, "root-a"), b.dial(ctx, "root-b")
+	createOn(t, ctx, rootB, "root-b", "ahp-terminal:/tls-b", "b")
+	waitList(t, ctx, rootA, "node b's terminal on node a's list, over TLS", hasRows(map[string]string{"ahp-terminal:/tls-b": "b"}))
+	waitLog(t, ctx, plain, "did not answer this node's hello", a.nodeAddr)
+	if rows := rootRows(t, ctx, plain.dial(ctx, "root-plain")); len(rows) != 0 {
+		t.Fatalf("the node without a certificate lists %v", rows)
+	}
+}
+
+// writeClusterCerts writes a CA and one node certificate (for 127.0.0.1) it signed.
+func writeClusterCerts(t *testing.T, dir string) cluster.TLSFiles {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "termhost test CA"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "node"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	files := cluster.TLSFiles{Cert: filepath.Join(dir, "node.pem"), Key: filepath.Join(dir, "node.key"), CA: filepath.Join(dir, "ca.pem")}
+	for path, block := range map[string]*pem.Block{files.Cert: {Type: "CERTIFICATE", Bytes: der}, files.Key: {Type: "EC PRIVATE KEY", Bytes: keyDER}, files.CA: {Type: "CERTIFICATE", Bytes: caDER}} {
+		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return files
 }
