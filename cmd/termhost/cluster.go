@@ -20,6 +20,7 @@ const clusterSecretEnv = "TERMHOST_CLUSTER_SECRET"
 // clusterFlags are serve's flags that make the host a node of a cluster.
 type clusterFlags struct {
 	name, nodeAddr, nodeName, etcd, seeds, secretFile string
+	usersDir                                          string
 	seedPort                                          int
 	tls                                               cluster.TLSFiles
 }
@@ -35,6 +36,16 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.tls.Cert, "cluster-cert", "", "PEM certificate of this node, for mutual TLS between nodes")
 	fs.StringVar(&c.tls.Key, "cluster-key", "", "PEM key of --cluster-cert")
 	fs.StringVar(&c.tls.CA, "cluster-ca", "", "PEM CA every node's certificate is signed by")
+	fs.StringVar(&c.usersDir, "users-dir", "", "the folder of users.json and owner.token (default --state-dir): nodes that share one share their users and grants")
+}
+
+// usersFolder is where the users are kept: --users-dir, else the state folder. Tokens
+// are added there with `termhost token add --state-dir <that folder>`.
+func (c *clusterFlags) usersFolder(stateDir string) string {
+	if c.usersDir != "" {
+		return c.usersDir
+	}
+	return stateDir
 }
 
 // options are the cluster's options, nil without --cluster.

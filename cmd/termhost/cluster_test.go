@@ -109,7 +109,11 @@ func (n *clusterNode) start(secret string) {
 	case <-time.After(waitTimeout):
 		t.Fatalf("node %s: no listening line; stderr:\n%s", n.name, n.logs())
 	}
-	tok, err := os.ReadFile(filepath.Join(n.state, "owner.token"))
+	users := n.state
+	if i := slices.Index(n.args, "--users-dir"); i >= 0 {
+		users = n.args[i+1]
+	}
+	tok, err := os.ReadFile(filepath.Join(users, "owner.token"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -741,7 +745,9 @@ func TestClusterMutualTLS(t *testing.T) {
 	files := writeClusterCerts(t, t.TempDir())
 	ports := []int{freePort(t), freePort(t), freePort(t)}
 	seeds := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", ports[0], ports[1], ports[2])
-	withTLS := []string{"--cluster-cert", files.Cert, "--cluster-key", files.Key, "--cluster-ca", files.CA}
+	// a and b also share one users folder: one set of users and grants for both.
+	users := t.TempDir()
+	withTLS := []string{"--cluster-cert", files.Cert, "--cluster-key", files.Key, "--cluster-ca", files.CA, "--users-dir", users}
 	a := newClusterNode(t, bin, "a", append([]string{"--seeds", seeds, "--seed-port", strconv.Itoa(ports[0])}, withTLS...)...)
 	b := newClusterNode(t, bin, "b", append([]string{"--seeds", seeds, "--seed-port", strconv.Itoa(ports[1])}, withTLS...)...)
 	plain := newClusterNode(t, bin, "plain", "--seeds", seeds, "--seed-port", strconv.Itoa(ports[2]))
@@ -754,6 +760,22 @@ func TestClusterMutualTLS(t *testing.T) {
 	rootA, rootB := a.dial(ctx, "root-a"), b.dial(ctx, "root-b")
 	createOn(t, ctx, rootB, "root-b", "ahp-terminal:/tls-b", "b")
 	waitList(t, ctx, rootA, "node b's terminal on node a's list, over TLS", hasRows(map[string]string{"ahp-terminal:/tls-b": "b"}))
+	// A token added once signs in on both nodes, as the same person with the same role.
+	out, err := exec.Command(bin, "token", "add", "--state-dir", users, "--user", "ann", "--role", "member").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann := strings.TrimSpace(string(out))
+	for _, n := range []*clusterNode{a, b} {
+		c, err := client.Dial(ctx, "ws://"+n.ws+"/?tkn="+ann, nil)
+		if err != nil {
+			t.Fatalf("ann's token on node %s: %v", n.name, err)
+		}
+		if _, err := c.Initialize(ctx, "ann-"+n.name); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.Close()
+	}
 	waitLog(t, ctx, plain, "did not answer this node's hello", a.nodeAddr)
 	if rows := rootRows(t, ctx, plain.dial(ctx, "root-plain")); len(rows) != 0 {
 		t.Fatalf("the node without a certificate lists %v", rows)

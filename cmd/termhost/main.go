@@ -166,7 +166,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	store, err := auth.Open(*stateDir)
+	store, err := auth.Open(clusterFlags.usersFolder(*stateDir))
 	if err != nil {
 		return err
 	}
