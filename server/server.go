@@ -27,6 +27,7 @@ import (
 
 	"github.com/termhost/termhost/actors/agents"
 	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/cluster"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/actors/shells"
@@ -95,6 +96,9 @@ type Config struct {
 	AgentRestartWindow time.Duration
 	Version            string
 	Logger             *slog.Logger
+	// Cluster, when set, makes this host a node of a cluster (actors/cluster): its
+	// root lists every node's terminals and reaches the others'. Nil: a host alone.
+	Cluster *cluster.Options
 }
 
 // Server serves AHP over WebSocket.
@@ -120,6 +124,8 @@ type Server struct {
 	closing   bool
 	// loopbackOnly is set by Serve from the listener's address.
 	loopbackOnly bool
+	// member is this host's membership of its cluster, nil for a host alone.
+	member *cluster.Member
 }
 
 // New starts the actor system and the root actor.
@@ -195,15 +201,33 @@ func New(cfg Config) (*Server, error) {
 		cfg.ReplayBytes = 16 << 20
 	}
 	journal := delivery.NewJournal(cfg.ReplayEntries, cfg.ReplayBytes)
+	// A cluster node joins before anything is spawned: an actor spawned before its
+	// remote starts is named by no address another node can reach.
+	var member *cluster.Member
+	if cfg.Cluster != nil {
+		opts := *cfg.Cluster
+		opts.Logger, opts.ScrollbackLimit = cfg.Logger, cfg.Root.ScrollbackLimit
+		var err error
+		if member, err = cluster.Join(system, opts); err != nil {
+			system.Shutdown()
+			return nil, err
+		}
+		cfg.Root.Node, cfg.Root.Cluster = member.Name(), member.PID()
+	}
 	rootPID, err := system.Root.SpawnNamed(root.NewProps(cfg.Root, journal), "root")
 	if err != nil {
 		return nil, fmt.Errorf("server: starting the root actor: %w", err)
+	}
+	if member != nil {
+		if err := member.Spawn(journal, rootPID); err != nil {
+			return nil, fmt.Errorf("server: starting the cluster node actor: %w", err)
+		}
 	}
 	endpoint := mcphost.New(mcphost.Config{System: system, Root: rootPID, Auth: cfg.Auth, Tools: cfg.Tools,
 		DefaultDirectory: cfg.Root.Home, Version: cfg.Version, Logger: cfg.Logger})
 	tools.endpoint.Store(endpoint)
 	return &Server{cfg: cfg, log: cfg.Logger, system: system, root: rootPID, journal: journal, clients: ahp.NewClients(0, 0), mcp: endpoint,
-		agentTools: tools, conns: map[*websocket.Conn]*actor.PID{}}, nil
+		agentTools: tools, conns: map[*websocket.Conn]*actor.PID{}, member: member}, nil
 }
 
 // agentTools decides what a session's agent is offered of /mcp: with root config's
@@ -376,8 +400,28 @@ func (s *Server) AgentMCP(session string) (url string, headers map[string]string
 // System is the actor system, for tests and the bench.
 func (s *Server) System() *actor.ActorSystem { return s.system }
 
+// Member is this host's membership of its cluster, nil for a host alone: for the
+// bench, which times round trips between nodes.
+func (s *Server) Member() *cluster.Member { return s.member }
+
 // RootPID is the root actor, for tests and the bench.
 func (s *Server) RootPID() *actor.PID { return s.root }
+
+// Drain refuses every new terminal from now on (a cluster node tells the others to
+// place nothing here) and waits until no shell of this host runs, or ctx ends.
+func (s *Server) Drain(ctx context.Context) error {
+	if s.member != nil {
+		s.member.Drain()
+	}
+	timeout := time.Hour
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	if _, err := s.system.Root.RequestFuture(s.root, &root.Drain{}, timeout).Result(); err != nil {
+		return fmt.Errorf("server: draining: the shells did not all end in time")
+	}
+	return nil
+}
 
 // Shutdown closes every connection with StatusGoingAway, ends every terminal's
 // process group, and stops the actor system.
@@ -403,6 +447,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		timeout = time.Until(d)
 	}
 	_, err := s.system.Root.RequestFuture(s.root, &channel.Shutdown{}, timeout).Result()
+	if s.member != nil {
+		s.member.Leave()
+	}
 	s.system.Shutdown()
 	if err != nil {
 		return fmt.Errorf("server: ending terminals: %w", err)

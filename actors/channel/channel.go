@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/termhost/termhost/actors/delivery"
+	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -47,14 +48,16 @@ type Unsubscribe struct {
 // Dispatch is a client's dispatchAction, already decoded. Raw is the action as the
 // client sent it, echoed back unchanged when accepted. Sub is the sender's queue, for
 // a rejection that goes to the sender alone. By is the signed-in user who sent it
-// ("" for nobody): whose turn a chat/turnStarted is.
+// ("" for nobody): whose turn a chat/turnStarted is. Principal is who that is, as
+// the connection checked it: a cluster node carries it to the node that acts.
 type Dispatch struct {
-	Channel string
-	Action  *messages.Action
-	Raw     json.RawMessage
-	Origin  messages.Origin
-	Sub     delivery.Subscriber
-	By      string
+	Channel   string
+	Action    *messages.Action
+	Raw       json.RawMessage
+	Origin    messages.Origin
+	Sub       delivery.Subscriber
+	By        string
+	Principal auth.Principal
 }
 
 // Reject echoes d to its sender alone with the reason it was refused.

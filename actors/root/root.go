@@ -65,6 +65,11 @@ type Options struct {
 	// OnConfig, when set, is told root config's values after every change, from the
 	// root's mailbox: it must not block, and the map is its own.
 	OnConfig func(values map[string]any)
+	// Node and Cluster, set on a cluster node only: this node's name, which its rows
+	// carry in _meta.node, and its node actor (actors/cluster), which is told this
+	// node's rows and answers for the terminals other nodes own.
+	Node    string
+	Cluster *actor.PID
 
 	// sessions is the one session scanner the root's terminals share (set by
 	// WithDefaults, which the root's props call).
@@ -175,6 +180,21 @@ type rootActor struct {
 
 	// spawned counts the terminals made, for their actors' names.
 	spawned int
+
+	// remote are the rows other cluster nodes list, by node; remoteURIs the
+	// terminals among them (see cluster.go).
+	remote     map[string][]messages.TerminalInfo
+	remoteURIs map[string]bool
+	sentLocal  []messages.TerminalInfo
+	// remoteChats are the chats other nodes hold, by node; sentChats this node's, as
+	// last told to the node actor.
+	remoteChats map[string][]string
+	sentChats   []string
+
+	// draining refuses new terminals; drainWaiters hear when the shells are done
+	// (see drain.go).
+	draining     bool
+	drainWaiters []*actor.PID
 }
 
 // rootWindow throttles root/terminalsChanged. It carries the whole list (PROTOCOL.md
@@ -201,7 +221,8 @@ func NewProps(opts Options, journal *delivery.Journal) *actor.Props {
 	opts = opts.WithDefaults()
 	return actor.PropsFromProducer(func() actor.Actor {
 		h := &rootActor{opts: opts, journal: journal, entries: map[string]*terminalEntry{}, subs: map[delivery.Subscriber]bool{},
-			sessions: map[string]*actor.PID{}, chats: map[string]*actor.PID{}}
+			sessions: map[string]*actor.PID{}, chats: map[string]*actor.PID{},
+			remote: map[string][]messages.TerminalInfo{}, remoteURIs: map[string]bool{}, remoteChats: map[string][]string{}}
 		h.behavior.Become(h.serving)
 		h.root = messages.RootState{
 			Agents:    opts.agentList(),
@@ -357,6 +378,13 @@ func (h *rootActor) registry(ctx actor.Context) {
 		ctx.Respond(&terminal.Holder{Session: m.Session, PID: h.sessions[m.Session]})
 	case *ListTerminals:
 		ctx.Respond(append([]string(nil), h.order...))
+	case *RemoteRows:
+		h.remoteRows(ctx, m)
+	case *ResendRows:
+		h.sentLocal, h.sentChats = nil, nil
+		h.publishTerminals(ctx)
+	case *Drain:
+		h.drain(ctx)
 	case *actor.Terminated:
 		h.terminated(ctx, m)
 	}
@@ -376,6 +404,9 @@ func (h *rootActor) subscribe(ctx actor.Context, m *channel.Subscribe) {
 		ctx.Forward(pid)
 		return
 	}
+	if h.toCluster(ctx, m.Channel) {
+		return
+	}
 	ctx.Respond(&channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s on this host", m.Channel)})
 }
 
@@ -386,6 +417,8 @@ func (h *rootActor) unsubscribe(ctx actor.Context, m *channel.Unsubscribe) {
 		ctx.Forward(e.pid)
 	} else if pid := h.sessionOf(m.Channel); pid != nil {
 		ctx.Forward(pid)
+	} else {
+		h.toCluster(ctx, m.Channel)
 	}
 }
 
@@ -460,6 +493,8 @@ func (h *rootActor) disposeTerminal(ctx actor.Context, m *terminal.Dispose) {
 	if e := h.entries[m.URI]; e != nil {
 		h.unregister(ctx, m.URI, e)
 		ctx.Send(e.pid, m)
+	} else if h.toCluster(ctx, m.URI) {
+		return
 	}
 	ctx.Respond(&terminal.DisposeResult{})
 }
@@ -547,7 +582,7 @@ func (h *rootActor) create(ctx actor.Context, m *terminal.Create) {
 		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeInvalidParams, "Invalid params: %s is the root channel", m.URI)})
 		return
 	}
-	if _, taken := h.entries[m.URI]; taken {
+	if _, taken := h.entries[m.URI]; taken || h.remoteURIs[m.URI] {
 		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeAlreadyExists, "Terminal already exists: %s", m.URI)})
 		return
 	}
@@ -558,6 +593,9 @@ func (h *rootActor) create(ctx actor.Context, m *terminal.Create) {
 	// A terminal a tool result names cannot be opened as a shell of a client's own.
 	if _, _, named := session.ParseCommandTerminalURI(m.URI); named && m.Watcher == nil {
 		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeSessionAlreadyExists, "%s names a command's terminal; it cannot be created", m.URI)})
+		return
+	}
+	if h.placeInCluster(ctx, m) || h.refuseWhileDraining(ctx, m) {
 		return
 	}
 	props := terminal.NewProps(h.opts.terminalConfig(h.journal), m, h.defaultShell())
@@ -601,7 +639,9 @@ func (h *rootActor) dispatch(ctx actor.Context, m *channel.Dispatch) {
 		}
 		if pid := h.sessionOf(m.Channel); pid != nil {
 			ctx.Forward(pid)
+			return
 		}
+		h.toCluster(ctx, m.Channel)
 		// A dispatch to a channel that does not exist is ignored (PROTOCOL.md 4).
 		return
 	}
@@ -651,6 +691,8 @@ func (h *rootActor) publishTerminals(ctx actor.Context) {
 			list = append(list, e.info)
 		}
 	}
+	list = h.clusterList(ctx, list)
+	h.checkDrained(ctx)
 	a := &messages.Action{Type: messages.RootTerminalsChanged, Terminals: &list}
 	messages.ReduceRoot(&h.root, a)
 	if h.rootTimer != nil {
@@ -757,6 +799,9 @@ func (h *rootActor) restoreSessions(ctx actor.Context) {
 		for _, c := range rec.Chats {
 			h.chats[c] = pid
 		}
+	}
+	if h.clustered() {
+		h.publishTerminals(ctx) // the other nodes hear of the chats kept here
 	}
 }
 

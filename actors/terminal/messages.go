@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/pty"
 )
@@ -41,6 +42,12 @@ type Create struct {
 	// Watcher, when set, gets an *Event for every action on the terminal from its
 	// start: the seam a session uses to read a command's output as a client would.
 	Watcher *actor.PID
+	// Node names the cluster node the terminal runs on ("" for the least loaded);
+	// a host that is not in a cluster ignores it.
+	Node string
+	// By is who asked for it, as the connection checked them: a cluster node carries
+	// it to the node that acts.
+	By auth.Principal
 }
 
 // CreateResult answers Create.
@@ -70,7 +77,11 @@ type SnapshotQuery struct{ URI string }
 
 // Dispose ends a terminal's process and takes its row off the list. The answer is a
 // *DisposeResult, sent once the row is gone.
-type Dispose struct{ URI string }
+type Dispose struct {
+	URI string
+	// By is who asked, as the connection checked them (see Create.By).
+	By auth.Principal
+}
 
 // DisposeResult answers Dispose.
 type DisposeResult struct{}

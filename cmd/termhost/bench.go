@@ -57,6 +57,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	agentCounts := intList(d.AgentSessionCounts)
 	fs.Var(&agentCounts, "agent-session-counts", "sessions at once, each with an agent process of its own, one agents run each")
 	agentsRun := fs.Duration("agents-run", d.AgentsDuration, "how long each agents run lasts, host and raw")
+	clusterTerminals := fs.Int("cluster-terminals", d.ClusterTerminals, "terminals the cluster scenario opens across its three nodes")
 	timeout := fs.Duration("wait-timeout", 120*time.Second, "bound on each single wait for the host")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench's process (the host too with --host inprocess) to this file")
 	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the run to this file")
@@ -95,6 +96,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 			ToolsLoadDuration:  *toolsLoadRun,
 			AgentSessionCounts: agentCounts,
 			AgentsDuration:     *agentsRun,
+			ClusterTerminals:   *clusterTerminals,
 		},
 		Progress:    stderr,
 		WaitTimeout: *timeout,

@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/termhost/termhost/actors/agents"
 	"github.com/termhost/termhost/actors/root"
@@ -129,7 +130,15 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	toolsFlag := fs.String("tools", "both", "host|pty|both: the agent shell tool families /mcp offers")
 	var agentFlags multiFlag
 	fs.Var(&agentFlags, "agent", "NAME='command args': an ACP agent a session may be made with (repeatable; beside <state-dir>/agents.json, and winning over it)")
+	drain := fs.Bool("drain", false, "on SIGTERM, refuse new terminals and wait for the shells to end (up to --drain-deadline) before stopping")
+	drainDeadline := fs.Duration("drain-deadline", 10*time.Minute, "how long --drain waits for the shells")
+	var clusterFlags clusterFlags
+	clusterFlags.register(fs)
 	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	clusterOpts, err := clusterFlags.options()
+	if err != nil {
 		return usageError{err}
 	}
 	fromFlags := map[string][]string{}
@@ -157,7 +166,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	store, err := auth.Open(*stateDir)
+	store, err := auth.Open(clusterFlags.usersFolder(*stateDir))
 	if err != nil {
 		return err
 	}
@@ -190,6 +199,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		Agents:         agentCommands,
 		Version:        version,
 		Logger:         logger,
+		Cluster:        clusterOpts,
 	})
 	if err != nil {
 		return err
@@ -226,7 +236,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	}
 	logger.Info("serving", "addr", ln.Addr().String(), "pty", usePty, "state_dir", *stateDir)
 
-	err = srv.Serve(ctx, ln)
+	err = srv.Serve(drainFirst(ctx, *drain, *drainDeadline, srv, logger), ln)
 	if ctx.Err() != nil {
 		logger.Info("stopped")
 		return nil

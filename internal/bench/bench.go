@@ -81,6 +81,9 @@ type Sizes struct {
 	AgentSessionCounts []int
 	// AgentsDuration is how long each agents run lasts, host and raw. Default 5 s.
 	AgentsDuration time.Duration
+	// ClusterTerminals is how many terminals the cluster scenario opens across its
+	// nodes before timing how long every node takes to list them all. Default 1,000.
+	ClusterTerminals int
 }
 
 // DefaultSizes are the sizes of a default run.
@@ -102,6 +105,7 @@ func DefaultSizes() Sizes {
 		ToolsLoadDuration:  60 * time.Second,
 		AgentSessionCounts: []int{1, 10, 50},
 		AgentsDuration:     5 * time.Second,
+		ClusterTerminals:   1000,
 	}
 }
 
@@ -154,6 +158,9 @@ func (s Sizes) withDefaults() Sizes {
 	}
 	if s.AgentsDuration <= 0 {
 		s.AgentsDuration = d.AgentsDuration
+	}
+	if s.ClusterTerminals <= 0 {
+		s.ClusterTerminals = d.ClusterTerminals
 	}
 	return s
 }
@@ -219,6 +226,8 @@ var scenarios = []scenario{
 	// agents runs 1, 10 and 50 agent processes behind sessions, and as many raw, 5 s
 	// each: about half a minute with their start.
 	{"agents", agentsSummary, runAgents, true},
+	// cluster starts three nodes of its own and opens 1,000 terminals across them.
+	{"cluster", clusterSummary, runCluster, true},
 }
 
 // Names lists the scenarios in the order a run runs them; those a run that names

@@ -597,6 +597,9 @@ type createTerminalParams struct {
 	Rows    *int            `json:"rows"`
 	Meta    struct {
 		Termhost *termhostCreateMeta `json:"x-termhost"`
+		// Node names the cluster node to run the terminal on, as rows name theirs;
+		// a host alone ignores it.
+		Node string `json:"node"`
 	} `json:"_meta"`
 }
 
@@ -640,7 +643,7 @@ func (c *connection) createTerminal(ctx actor.Context, id json.RawMessage, raw j
 		}
 		claim = *p.Claim
 	}
-	m := &terminal.Create{URI: p.Channel, Claim: claim, Name: p.Name, Cwd: p.Cwd}
+	m := &terminal.Create{URI: p.Channel, Claim: claim, Name: p.Name, Cwd: p.Cwd, Node: p.Meta.Node, By: c.cfg.Principal}
 	if x := p.Meta.Termhost; x != nil {
 		if x.Command == "" && len(x.Args) > 0 {
 			c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: _meta.x-termhost.args needs a command"))
@@ -689,7 +692,7 @@ func (c *connection) disposeTerminal(ctx actor.Context, id json.RawMessage, raw 
 		return
 	}
 	delete(c.subscribed, p.Channel)
-	f := ctx.RequestFuture(c.cfg.Root, &terminal.Dispose{URI: p.Channel}, channel.RequestTimeout)
+	f := ctx.RequestFuture(c.cfg.Root, &terminal.Dispose{URI: p.Channel, By: c.cfg.Principal}, channel.RequestTimeout)
 	ctx.ReenterAfter(f, func(res interface{}, err error) {
 		if err != nil {
 			c.fail(id, messages.Errorf(messages.CodeInternalError, "Internal error: %v", err))
@@ -833,7 +836,7 @@ func (c *connection) notification(ctx actor.Context, method string, raw json.Raw
 				return
 			}
 		}
-		d := &channel.Dispatch{Channel: p.Channel, Action: &a, Raw: p.Action, Origin: origin, Sub: c.cfg.Outbox, By: c.cfg.Principal.User}
+		d := &channel.Dispatch{Channel: p.Channel, Action: &a, Raw: p.Action, Origin: origin, Sub: c.cfg.Outbox, By: c.cfg.Principal.User, Principal: c.cfg.Principal}
 		if !strings.HasPrefix(a.Type, "terminal/") {
 			ctx.Send(c.cfg.Root, d)
 			return

@@ -1,0 +1,31 @@
+// Package cluster owns what makes several termhost nodes one host: the membership
+// (protoactor-go's cluster package, with an etcd or an automanaged "seeds" provider),
+// the nodes' authentication of one another (a shared secret on every gRPC call of
+// protoactor-go's remote, and mutual TLS when certificates are given), and every
+// message that passes between nodes.
+//
+// Each node runs one node actor, named NodeName, at the same place on every node, so
+// any node can address any other's by its address alone. It plays two parts:
+//
+//   - as the owner of terminals, it is their gateway: a remote node's subscription,
+//     dispatch, create or dispose is acted out here as a local subscriber or client
+//     would, through the root, and what the terminal sends back is streamed to the
+//     calling node as it was delivered here;
+//   - as the caller, it stands one proxy actor in for each remote terminal somebody
+//     here uses. The root routes a remote terminal's URI to it, so a connection
+//     speaks to a proxy exactly as to a local terminal: the proxy holds one
+//     subscription on the owner, folds what comes with the terminals' own reducer, and
+//     answers each local subscribe with a snapshot, then every later action stamped
+//     by this node's journal, nothing lost or doubled.
+//
+// Actor messages inside a node carry Go pointers and channels and never leave it.
+// Between nodes only the small set of messages in wire.go goes, each one encoded as
+// JSON (a frame as its own bytes) inside a protobuf BytesValue, a well-known type
+// protoactor-go's remote can carry without generated code.
+//
+// The root lists every node's terminals: each node tells the others its own rows
+// (and its load, for placement) whenever they change, and each row carries its
+// node's name in _meta.node. A node the provider reports gone has its rows taken off
+// every list, and every subscriber of one of its terminals is sent terminal/exited
+// with no code and _meta.reason "node lost".
+package cluster

@@ -1,0 +1,204 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/labstack/echo"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/termhost/termhost/actors/delivery"
+)
+
+// NodeName is the node actor's name on every node.
+const NodeName = "termhost-node"
+
+// Options say which cluster a node joins and how. Exactly one of Etcd and Seeds.
+type Options struct {
+	// Cluster is the cluster's name; nodes of other clusters are not members.
+	Cluster string
+	// Name is this node's name as rows and createTerminal's _meta.node say it.
+	// Default: NodeAddr.
+	Name string
+	// NodeAddr is the host:port other nodes reach this one at (protoactor-go's remote
+	// listens there). Port 0 is not allowed: the address is how others name it.
+	NodeAddr string
+	// Etcd are the etcd endpoints (URLs or host:port) membership is kept in.
+	Etcd []string
+	// Seeds are the automanaged provider's HTTP addresses (host:port) of every node,
+	// this one's included: each is polled for who runs there.
+	Seeds []string
+	// SeedPort is where this node answers the seeds provider's polls. Default the
+	// NodeAddr port + 1.
+	SeedPort int
+	// Secret is the cluster's shared secret: a node without it cannot join.
+	Secret []byte
+	// TLS, when given, makes every call between nodes mutual TLS.
+	TLS TLSFiles
+	// LoadInterval is how often a node tells the others its load. Default 2 s.
+	LoadInterval time.Duration
+	// ScrollbackLimit caps what a proxy keeps of a remote terminal, in characters, as
+	// the terminals cap theirs. Default 200,000.
+	ScrollbackLimit int
+	Logger          *slog.Logger
+}
+
+// Member is a node's membership of its cluster: protoactor-go's remote and cluster,
+// started, and this node's names.
+type Member struct {
+	opts     Options
+	system   *actor.ActorSystem
+	cluster  *pcluster.Cluster
+	addr     string
+	instance string
+}
+
+// Join starts this node's remote and joins the cluster; the node actor is spawned by
+// Spawn once the root is there. Call it before spawning anything another node must
+// be able to reach, since actors spawned before it are named by no address.
+func Join(system *actor.ActorSystem, opts Options) (*Member, error) {
+	if opts.Cluster == "" {
+		return nil, errors.New("cluster: a cluster name is required")
+	}
+	host, portText, err := net.SplitHostPort(opts.NodeAddr)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: --node-addr %q: %w", opts.NodeAddr, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port <= 0 || port > 65535 {
+		return nil, fmt.Errorf("cluster: --node-addr %q needs a port", opts.NodeAddr)
+	}
+	if opts.Name == "" {
+		opts.Name = opts.NodeAddr
+	}
+	if opts.LoadInterval <= 0 {
+		opts.LoadInterval = 2 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	serverOpts, dialOpts, err := grpcOptions(opts.Secret, opts.Cluster, opts.TLS)
+	if err != nil {
+		return nil, err
+	}
+	var provider pcluster.ClusterProvider
+	switch {
+	case len(opts.Etcd) > 0 && len(opts.Seeds) > 0:
+		return nil, errors.New("cluster: name one provider: --etcd or --seeds, not both")
+	case len(opts.Etcd) > 0:
+		p, err := etcd.NewWithConfig("/termhost", clientv3.Config{Endpoints: opts.Etcd, DialTimeout: 5 * time.Second})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: etcd: %w", err)
+		}
+		provider = p
+	case len(opts.Seeds) > 0:
+		if opts.SeedPort == 0 {
+			opts.SeedPort = port + 1
+		}
+		provider = seedsProvider(system, opts, host, port)
+	default:
+		return nil, errors.New("cluster: a membership provider is required: --etcd URL,… or --seeds HOST:PORT,…")
+	}
+	rc := remote.Configure(host, port, remote.WithServerOptions(serverOpts...), remote.WithDialOptions(dialOpts...))
+	cfg := pcluster.Configure(opts.Cluster, provider, disthash.New(), rc)
+	c := pcluster.New(system, cfg)
+	if err := startMember(c); err != nil {
+		return nil, err
+	}
+	return &Member{opts: opts, system: system, cluster: c, addr: system.Address(), instance: system.ID}, nil
+}
+
+// startMember starts the member, turning protoactor-go's panic on a provider that
+// cannot start (etcd not answering, a port taken) into an error.
+func startMember(c *pcluster.Cluster) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cluster: joining: %v", r)
+		}
+	}()
+	c.StartMember()
+	return nil
+}
+
+// Name is this node's name.
+func (m *Member) Name() string { return m.opts.Name }
+
+// PID is where this node's node actor is (once spawned): what the root routes
+// remote terminals and placements to.
+func (m *Member) PID() *actor.PID { return m.system.NewLocalPID(NodeName) }
+
+// Spawn starts the node actor, which speaks for this node to the others and to the
+// root at rootPID on this one.
+func (m *Member) Spawn(journal *delivery.Journal, rootPID *actor.PID) error {
+	props := actor.PropsFromProducer(func() actor.Actor { return newNode(m, journal, rootPID) })
+	_, err := m.system.Root.SpawnNamed(props, NodeName)
+	return err
+}
+
+// Drain tells the other nodes that this one takes no new terminals: placement
+// passes it by from now on.
+func (m *Member) Drain() { m.system.Root.Send(m.PID(), &startDrain{}) }
+
+// Leave takes this node out of the cluster: the provider is told, so the others
+// take its terminals off their lists at once rather than on failure detection.
+func (m *Member) Leave() {
+	_ = m.cluster.Config.ClusterProvider.Shutdown(true)
+	// Not graceful: a graceful stop waits up to ten seconds for every stream another
+	// node holds open, and the terminals are already gone by now.
+	m.cluster.Remote.Shutdown(false)
+}
+
+// memberAddrs are the addresses of the members in a topology, this node's left out.
+func memberAddrs(members []*pcluster.Member, self string) map[string]bool {
+	out := map[string]bool{}
+	for _, mb := range members {
+		a := net.JoinHostPort(mb.Host, strconv.Itoa(int(mb.Port)))
+		if a != self && !strings.HasPrefix(mb.Host, "nonhost") {
+			out[a] = true
+		}
+	}
+	return out
+}
+
+// seedsProvider is the automanaged provider with the HTTP server it is polled on
+// made here: the provider's own prints a line to stdout when it starts, and stdout
+// carries only the host's contract line. It answers what the provider's own would.
+func seedsProvider(system *actor.ActorSystem, opts Options, host string, port int) pcluster.ClusterProvider {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.Logger.SetOutput(io.Discard)
+	e.GET("/_health", func(c echo.Context) error {
+		return c.JSON(http.StatusOK, automanaged.NewNode(opts.Cluster, system.ID, host, port, opts.SeedPort, []string{}))
+	})
+	return automanaged.NewWithTesting(time.Second, opts.SeedPort, e, opts.Seeds...)
+}
+
+// Ping times one round trip from this node to the node actor at addr (host:port)
+// and back, through protoactor-go's remote as every node message goes.
+func (m *Member) Ping(addr string, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	res, err := m.system.Root.RequestFuture(actor.NewPID(addr, NodeName), &ping{}, timeout).Result()
+	if err != nil {
+		return 0, err
+	}
+	if _, ok := Decode(res).(*pong); !ok {
+		return 0, fmt.Errorf("cluster: %s answered a ping with %T", addr, res)
+	}
+	return time.Since(start), nil
+}
+
+// Addr is this node's address, as the others reach it.
+func (m *Member) Addr() string { return m.addr }

@@ -1,0 +1,495 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/delivery"
+	"github.com/termhost/termhost/actors/root"
+	"github.com/termhost/termhost/actors/session"
+	"github.com/termhost/termhost/actors/terminal"
+	"github.com/termhost/termhost/messages"
+)
+
+// peer is another node, as this one knows it.
+type peer struct {
+	addr, instance, name string
+	pid                  *actor.PID
+	rows                 []messages.TerminalInfo
+	chats                []string
+	load                 Load
+	// placed counts the terminals this node placed there since its last rows, so a
+	// burst of creates spreads instead of all going to the node that looked least
+	// loaded at its start.
+	placed int
+}
+
+// node is the node actor: membership, the list of every node's rows, placement, the
+// proxies of remote terminals (caller side), and the gateway (owner side).
+type node struct {
+	m       *Member
+	journal *delivery.Journal
+	root    *actor.PID
+
+	// members are the addresses the provider lists now; peers the nodes that said
+	// hello, by address.
+	members map[string]bool
+	peers   map[string]*peer
+
+	// Caller side: which peer owns each remote terminal, and the proxies standing in
+	// for those somebody here uses.
+	owner   map[string]string
+	proxies map[string]*actor.PID
+
+	// Owner side: the subscriptions other nodes' proxies hold here; the terminals
+	// remote dispatches go to directly, and those whose dispatches went through the
+	// root and keep going that way (see gatewayDispatch).
+	subs      map[string]*remoteSub
+	terminals map[string]*actor.PID
+	viaRoot   map[string]bool
+
+	// afterRow are create answers waiting for the row of their terminal to go out.
+	afterRow map[string][]func()
+
+	local     []messages.TerminalInfo
+	chats     []string        // this node's sessions' chats
+	listed    map[string]bool // the URIs of local
+	load      Load
+	loadTimer *time.Timer
+	// The rows go to the peers at most once per rowsWindow: rowsSent is when they
+	// last went, rowsTimer is set while a send waits for the window's end.
+	rowsSent  time.Time
+	rowsTimer *time.Timer
+	topoSub   any
+}
+
+// Messages of the node actor to itself.
+type (
+	topology struct{ members []*pcluster.Member }
+	loadTick struct{}
+	// startDrain says this node takes no new terminals from now on.
+	startDrain struct{}
+	// rowsFlush is the rows throttle's timer firing.
+	rowsFlush struct{}
+	// unanswered is a greeting's deadline.
+	unanswered struct{ addr string }
+	// gatewaySubscribed is the root's answer to a subscribe the gateway made for a
+	// proxy.
+	gatewaySubscribed struct {
+		key string
+		res any
+		err error
+	}
+)
+
+// nodeLost tells a proxy that its terminal's node is gone.
+type nodeLost struct{}
+
+func newNode(m *Member, journal *delivery.Journal, rootPID *actor.PID) *node {
+	return &node{m: m, journal: journal, root: rootPID, members: map[string]bool{}, peers: map[string]*peer{},
+		owner: map[string]string{}, proxies: map[string]*actor.PID{}, subs: map[string]*remoteSub{}, terminals: map[string]*actor.PID{}, viaRoot: map[string]bool{}, afterRow: map[string][]func(){}}
+}
+
+func (n *node) Receive(ctx actor.Context) {
+	switch msg := Decode(ctx.Message()).(type) {
+	case *actor.Started:
+		n.started(ctx)
+	case *actor.Stopping:
+		if n.loadTimer != nil {
+			n.loadTimer.Stop()
+		}
+		if n.rowsTimer != nil {
+			n.rowsTimer.Stop()
+		}
+		for _, s := range n.subs {
+			s.close()
+		}
+	case *topology:
+		n.topology(ctx, msg.members)
+	case *loadTick:
+		n.tick(ctx)
+	case *startDrain:
+		n.load.Draining = true
+		for _, p := range n.peers {
+			ctx.Send(p.pid, &loadReport{Addr: n.m.addr, Instance: n.m.instance, Load: n.load})
+		}
+	case *unanswered:
+		if n.members[msg.addr] && n.peers[msg.addr] == nil {
+			n.m.opts.Logger.Warn("a member of the cluster did not answer this node's hello; it may not hold the cluster's secret", "addr", msg.addr)
+		}
+	case *hello:
+		n.hello(ctx, msg)
+	case *rows:
+		if p := n.known(ctx, msg.Addr, msg.Instance); p != nil {
+			p.rows, p.chats, p.load, p.placed = msg.Rows, msg.Chats, msg.Load, 0
+			n.publish(ctx, p)
+		}
+	case *loadReport:
+		if p := n.known(ctx, msg.Addr, msg.Instance); p != nil {
+			p.load = msg.Load
+		}
+	case *root.LocalRows:
+		n.local, n.chats = msg.Rows, msg.Chats
+		n.listed = make(map[string]bool, len(msg.Rows))
+		for _, r := range msg.Rows {
+			n.listed[r.Resource] = true
+		}
+		n.load.Terminals = len(msg.Rows)
+		n.forgetUnlisted()
+		n.sendRows(ctx)
+	case *rowsFlush:
+		n.rowsTimer = nil
+		n.sendRows(ctx)
+
+	// Caller side: what the root routes here for a terminal another node owns.
+	case *channel.Subscribe:
+		if !n.toProxy(ctx, msg.Channel) {
+			ctx.Respond(&channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s on this host", msg.Channel)})
+		}
+	case *channel.Unsubscribe:
+		n.toProxy(ctx, msg.Channel)
+	case *channel.Dispatch:
+		n.toProxy(ctx, msg.Channel)
+	case *terminal.Dispose:
+		n.dispose(ctx, msg)
+	case *terminal.Create:
+		n.place(ctx, msg)
+
+	// Owner side: another node's proxy acting here.
+	case *remoteSubscribe:
+		n.gatewaySubscribe(ctx, msg)
+	case *gatewaySubscribed:
+		n.gatewaySubscribed(msg)
+	case *remoteUnsubscribe:
+		key := subKey(msg.Proxy, msg.Gen)
+		if s := n.subs[key]; s != nil {
+			delete(n.subs, key)
+			s.close()
+			ctx.Send(n.root, &channel.Unsubscribe{Channel: msg.URI, Sub: s})
+		}
+	case *remoteDispatch:
+		n.gatewayDispatch(ctx, msg)
+	case *remoteCreate:
+		n.gatewayCreate(ctx, msg)
+	case *remoteDispose:
+		n.gatewayDispose(ctx, msg)
+	case *ping:
+		ctx.Respond(&pong{})
+	case *actor.Terminated:
+		for uri, pid := range n.proxies {
+			if pid.Id == msg.Who.Id {
+				delete(n.proxies, uri)
+			}
+		}
+	case error:
+		n.m.opts.Logger.Warn("a node message could not be read", "err", msg)
+	}
+}
+
+func (n *node) started(ctx actor.Context) {
+	self, system := ctx.Self(), ctx.ActorSystem()
+	n.topoSub = system.EventStream.Subscribe(func(evt any) {
+		if t, ok := evt.(*pcluster.ClusterTopology); ok {
+			system.Root.Send(self, &topology{members: t.Members})
+		}
+	})
+	n.load.Average = loadAverage()
+	ctx.Send(n.root, &root.ResendRows{})
+	n.topology(ctx, n.m.cluster.MemberList.Members().Members())
+	n.loadTimer = time.AfterFunc(n.m.opts.LoadInterval, func() { system.Root.Send(self, &loadTick{}) })
+}
+
+// topology follows the provider: a node it no longer lists is lost, and one it newly
+// lists is greeted.
+func (n *node) topology(ctx actor.Context, members []*pcluster.Member) {
+	now := memberAddrs(members, n.m.addr)
+	for addr, p := range n.peers {
+		if n.members[addr] && !now[addr] {
+			n.lost(ctx, p, "the membership provider no longer lists it")
+		}
+	}
+	for addr := range now {
+		if !n.members[addr] {
+			n.greet(ctx, addr, false)
+		}
+	}
+	n.members = now
+}
+
+func (n *node) greet(ctx actor.Context, addr string, reply bool) {
+	ctx.Send(actor.NewPID(addr, NodeName), &hello{Addr: n.m.addr, Instance: n.m.instance, Name: n.m.opts.Name, Rows: n.local, Chats: n.chats, Load: n.load, Reply: reply})
+	if !reply {
+		self, system := ctx.Self(), ctx.ActorSystem()
+		time.AfterFunc(greetDeadline, func() { system.Root.Send(self, &unanswered{addr: addr}) })
+	}
+}
+
+// greetDeadline is how long a member has to answer a hello before this node says, in
+// its log, that it did not: a node whose secret differs is listed by the provider and
+// never heard from.
+const greetDeadline = 3 * time.Second
+
+func (n *node) tick(ctx actor.Context) {
+	n.load.Average = loadAverage()
+	for _, p := range n.peers {
+		ctx.Send(p.pid, &loadReport{Addr: n.m.addr, Instance: n.m.instance, Load: n.load})
+	}
+	self, system := ctx.Self(), ctx.ActorSystem()
+	n.loadTimer = time.AfterFunc(n.m.opts.LoadInterval, func() { system.Root.Send(self, &loadTick{}) })
+}
+
+// hello takes a node in. Its calls reached this one through the cluster's secret, so
+// it is one of ours; a new instance at a known address means the old one died.
+func (n *node) hello(ctx actor.Context, h *hello) {
+	p := n.peers[h.Addr]
+	fresh := p == nil || p.instance != h.Instance
+	if p != nil && fresh {
+		n.lost(ctx, p, "it restarted")
+	}
+	if fresh {
+		p = &peer{addr: h.Addr, instance: h.Instance, pid: actor.NewPID(h.Addr, NodeName)}
+		n.peers[h.Addr] = p
+		n.m.opts.Logger.Info("a node joined", "node", h.Name, "addr", h.Addr)
+	}
+	p.name, p.rows, p.chats, p.load, p.placed = h.Name, h.Rows, h.Chats, h.Load, 0
+	n.publish(ctx, p)
+	if fresh && !h.Reply {
+		n.greet(ctx, h.Addr, true)
+	}
+}
+
+// known is the peer a message comes from, or nil (after asking it to introduce
+// itself) when this node does not know that instance.
+func (n *node) known(ctx actor.Context, addr, instance string) *peer {
+	if p := n.peers[addr]; p != nil && p.instance == instance {
+		return p
+	}
+	n.greet(ctx, addr, false)
+	return nil
+}
+
+// publish tells the root a peer's rows, and keeps which terminals it owns.
+func (n *node) publish(ctx actor.Context, p *peer) {
+	owned := map[string]bool{}
+	for _, r := range p.rows {
+		owned[r.Resource] = true
+		n.owner[r.Resource] = p.addr
+	}
+	for uri, addr := range n.owner {
+		if addr == p.addr && !owned[uri] {
+			delete(n.owner, uri)
+			// Disposed there: its subscribers get nothing more, as on one node.
+			if pid := n.proxies[uri]; pid != nil {
+				delete(n.proxies, uri)
+				ctx.Stop(pid)
+			}
+		}
+	}
+	ctx.Send(n.root, &root.RemoteRows{Source: p.addr, Rows: slices.Clone(p.rows), Chats: slices.Clone(p.chats)})
+}
+
+// lost takes a node that went off every list here: its terminals exit for their
+// subscribers with _meta.reason "node lost", and what it subscribed to here ends.
+func (n *node) lost(ctx actor.Context, p *peer, why string) {
+	n.m.opts.Logger.Warn("a node was lost; its terminals exit on this node's list", "node", p.name, "addr", p.addr, "why", why)
+	for uri, addr := range n.owner {
+		if addr != p.addr {
+			continue
+		}
+		delete(n.owner, uri)
+		if pid := n.proxies[uri]; pid != nil {
+			delete(n.proxies, uri)
+			ctx.Send(pid, &nodeLost{})
+		}
+	}
+	for uri, pid := range n.proxies {
+		if n.chatOwner(uri) == p {
+			delete(n.proxies, uri)
+			ctx.Send(pid, &nodeLost{})
+		}
+	}
+	delete(n.peers, p.addr)
+	ctx.Send(n.root, &root.RemoteRows{Source: p.addr})
+	for key, s := range n.subs {
+		if s.proxy.Address == p.addr {
+			delete(n.subs, key)
+			s.close()
+			ctx.Send(n.root, &channel.Unsubscribe{Channel: s.uri, Sub: s})
+		}
+	}
+}
+
+// toProxy forwards what the root routed here to the proxy of a remote terminal,
+// spawning it on first use; false when no node owns the terminal.
+func (n *node) toProxy(ctx actor.Context, uri string) bool {
+	pid := n.proxies[uri]
+	if pid == nil {
+		p := n.peers[n.owner[uri]]
+		if p == nil {
+			p = n.chatOwner(uri)
+		}
+		if p == nil {
+			return false
+		}
+		pid = ctx.Spawn(newProxyProps(uri, p.pid, n.journal, n.m.opts.ScrollbackLimit))
+		ctx.Watch(pid)
+		n.proxies[uri] = pid
+	}
+	ctx.Forward(pid)
+	return true
+}
+
+func (n *node) dispose(ctx actor.Context, m *terminal.Dispose) {
+	p := n.peers[n.owner[m.URI]]
+	if p == nil {
+		ctx.Respond(&terminal.DisposeResult{})
+		return
+	}
+	f := ctx.RequestFuture(p.pid, &remoteDispose{URI: m.URI, Who: carry(m.By)}, channel.RequestTimeout)
+	ctx.ReenterAfter(f, func(res any, _ error) {
+		if r, ok := Decode(res).(*disposeResult); ok && r.Err != nil {
+			n.m.opts.Logger.Warn("a node refused a dispose", "uri", m.URI, "node", p.name, "err", r.Err.Message)
+		}
+		ctx.Respond(&terminal.DisposeResult{})
+	})
+}
+
+// place puts a client's new terminal on the node it names, else on the least loaded
+// node: fewest terminals, then the lowest load average.
+func (n *node) place(ctx actor.Context, m *terminal.Create) {
+	var target *peer
+	switch {
+	case m.Node == n.m.opts.Name:
+	case m.Node != "":
+		for _, p := range n.peers {
+			if p.name == m.Node {
+				target = p
+			}
+		}
+		if target == nil {
+			ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeInvalidParams, "Invalid params: no node %q in this cluster; the nodes are %s", m.Node, strings.Join(n.nodeNames(), ", "))})
+			return
+		}
+	default:
+		best := n.load
+		for _, p := range n.peers {
+			l := Load{Terminals: p.load.Terminals + p.placed, Average: p.load.Average}
+			if p.load.Draining {
+				continue
+			}
+			if best.Draining || l.Terminals < best.Terminals || l.Terminals == best.Terminals && l.Average < best.Average {
+				best, target = l, p
+			}
+		}
+	}
+	if target == nil {
+		local := *m
+		local.Node = n.m.opts.Name
+		n.load.Terminals++ // until the root's rows say so
+		ctx.RequestWithCustomSender(n.root, &local, ctx.Sender())
+		return
+	}
+	target.placed++
+	rc := &remoteCreate{URI: m.URI, Claim: m.Claim, Name: m.Name, Cwd: m.Cwd, Cols: m.Cols, Rows: m.Rows, Spec: wireSpec(m.Spec), Who: carry(m.By)}
+	f := ctx.RequestFuture(target.pid, rc, channel.RequestTimeout)
+	ctx.ReenterAfter(f, func(res any, err error) {
+		r, ok := Decode(res).(*createResult)
+		if err != nil || !ok {
+			ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeInternalError, "Internal error: node %s did not answer the create in time", target.name)})
+			return
+		}
+		ctx.Respond(&terminal.CreateResult{Err: r.Err, IsPty: r.IsPty, Detection: r.Detection})
+	})
+}
+
+func (n *node) nodeNames() []string {
+	names := []string{n.m.opts.Name}
+	for _, p := range n.peers {
+		names = append(names, p.name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// loadAverage is the machine's one-minute load average, 0 where it cannot be read.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f, _, _ := strings.Cut(string(b), " ")
+	v, _ := strconv.ParseFloat(f, 64)
+	return v
+}
+
+func subKey(pid *actor.PID, gen uint64) string {
+	return fmt.Sprintf("%s/%s/%d", pid.GetAddress(), pid.GetId(), gen)
+}
+
+// forgetUnlisted drops what the gateway keeps of terminals this node no longer lists.
+func (n *node) forgetUnlisted() {
+	for uri := range n.terminals {
+		if !n.listed[uri] {
+			delete(n.terminals, uri)
+		}
+	}
+	for uri := range n.viaRoot {
+		if !n.listed[uri] {
+			delete(n.viaRoot, uri)
+		}
+	}
+}
+
+// rowsWindow throttles this node's rows to its peers, as the root throttles its list
+// (a burst of a thousand creates would otherwise send a thousand ever longer lists to
+// every node): the first change after a quiet window goes at once, the rest as one
+// at the window's end.
+const rowsWindow = 10 * time.Millisecond
+
+// sendRows tells every peer this node's rows, unless the window says wait; the
+// creates waiting for their row are answered after it went.
+func (n *node) sendRows(ctx actor.Context) {
+	if n.rowsTimer != nil {
+		return
+	}
+	if wait := rowsWindow - time.Since(n.rowsSent); wait > 0 {
+		self, system := ctx.Self(), ctx.ActorSystem()
+		n.rowsTimer = time.AfterFunc(wait, func() { system.Root.Send(self, &rowsFlush{}) })
+		return
+	}
+	n.rowsSent = time.Now()
+	for _, p := range n.peers {
+		ctx.Send(p.pid, &rows{Addr: n.m.addr, Instance: n.m.instance, Rows: n.local, Chats: n.chats, Load: n.load})
+	}
+	for uri, answers := range n.afterRow {
+		if n.listed[uri] {
+			delete(n.afterRow, uri)
+			for _, answer := range answers {
+				answer()
+			}
+		}
+	}
+}
+
+// chatOwner is the peer holding the chat a command terminal's URI names, or nil: such
+// a terminal, retained after its command or live, is that node's.
+func (n *node) chatOwner(uri string) *peer {
+	chat, _, ok := session.ParseCommandTerminalURI(uri)
+	if !ok {
+		return nil
+	}
+	for _, p := range n.peers {
+		if slices.Contains(p.chats, chat) {
+			return p
+		}
+	}
+	return nil
+}

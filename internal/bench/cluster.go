@@ -1,0 +1,472 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/termhost/termhost/actors/cluster"
+	"github.com/termhost/termhost/actors/root"
+	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/server"
+)
+
+// The cluster scenario (issue 17) starts three cluster nodes of its own in this
+// process, on loopback with the seeds provider, whatever host the rest of the run
+// drives: what it compares is a terminal on another node against one on the client's
+// own node, in the same run, through the same nodes.
+
+// clusterNodeCount is how many nodes the scenario runs.
+const clusterNodeCount = 3
+
+// clusterRounds is how many times each throughput side runs, alternating, for a
+// median and a spread.
+const clusterRounds = 3
+
+func clusterSummary(s Sizes) string {
+	return fmt.Sprintf("%d nodes in this process (seeds provider, loopback): a %s flood and %d keystrokes through a terminal on another node against one on the client's own node, %d rounds each; then %d terminals opened across the nodes and the time until every node lists them all",
+		clusterNodeCount, mb(clusterFloodBytes(s)), s.EchoKeys, clusterRounds, s.ClusterTerminals)
+}
+
+// clusterFloodBytes is each flood's N: a fifth of the throughput scenario's, as six
+// floods run.
+func clusterFloodBytes(s Sizes) int64 { return max(s.ThroughputBytes/5, 1_000_000) }
+
+// clusterNodes are the scenario's nodes.
+type clusterNodes struct {
+	names   []string
+	targets []target
+	servers []*server.Server
+	stop    []func() error
+}
+
+func (c *clusterNodes) close() {
+	for _, stop := range c.stop {
+		_ = stop()
+	}
+}
+
+func freeLoopbackPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startClusterNodes starts the nodes and waits until every one knows every other.
+func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
+	c := &clusterNodes{}
+	seedPorts := make([]int, clusterNodeCount)
+	var seeds []string
+	for i := range seedPorts {
+		p, err := freeLoopbackPort()
+		if err != nil {
+			return nil, err
+		}
+		seedPorts[i] = p
+		seeds = append(seeds, fmt.Sprintf("127.0.0.1:%d", p))
+	}
+	for i := range clusterNodeCount {
+		name := fmt.Sprintf("n%d", i)
+		if err := c.start(e, name, seeds, seedPorts[i]); err != nil {
+			c.close()
+			return nil, err
+		}
+	}
+	// Nothing tells a client that a node has joined but a create naming it being
+	// taken: each node is asked to open a one-line terminal on every other, retried
+	// under the wait's deadline until it can.
+	wctx, cancel := e.waitCtx(ctx)
+	defer cancel()
+	for from := range clusterNodeCount {
+		k, err := dialCtl(wctx, c.targets[from], fmt.Sprintf("bench-cluster-probe-%d-%s", from, e.run))
+		if err != nil {
+			c.close()
+			return nil, err
+		}
+		for on := range clusterNodeCount {
+			uri := e.uri(fmt.Sprintf("cluster-probe-%d", from), on)
+			for {
+				err := k.createOn(wctx, uri, "echo probe", c.names[on])
+				if err == nil {
+					break
+				}
+				if !strings.Contains(err.Error(), "no node") || wctx.Err() != nil {
+					k.Close()
+					c.close()
+					return nil, fmt.Errorf("bench: the cluster did not form: %w", err)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			_ = k.dispose(wctx, uri)
+		}
+		k.Close()
+	}
+	return c, nil
+}
+
+func (c *clusterNodes) start(e *env, name string, seeds []string, seedPort int) error {
+	dir, err := os.MkdirTemp("", "termhost-bench-cluster-")
+	if err != nil {
+		return err
+	}
+	store, err := auth.Open(dir)
+	if err != nil {
+		return err
+	}
+	path, _, err := store.EnsureOwner()
+	if err != nil {
+		return err
+	}
+	tok, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	port, err := freeLoopbackPort()
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Config{
+		Root:   root.Options{UsePty: e.pty, DefaultShell: e.shell},
+		Auth:   store,
+		Logger: slog.New(slog.DiscardHandler),
+		Cluster: &cluster.Options{Cluster: "bench-" + e.run, Name: name, NodeAddr: fmt.Sprintf("127.0.0.1:%d", port),
+			Seeds: seeds, SeedPort: seedPort, Secret: []byte("bench " + e.run)},
+	})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(sctx, ln) }()
+	c.names = append(c.names, name)
+	c.servers = append(c.servers, srv)
+	c.targets = append(c.targets, target{url: "ws://" + ln.Addr().String() + "/", token: strings.TrimSpace(string(tok))})
+	c.stop = append(c.stop, func() error {
+		cancel()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(30 * time.Second):
+			err = fmt.Errorf("bench: node %s did not stop within 30 s", name)
+		}
+		return leaveState(dir, nil, err)
+	})
+	return nil
+}
+
+// createOn opens a one-command terminal (command "" is the shell) on the named node.
+func (k *ctl) createOn(ctx context.Context, uri, command, node string) error {
+	meta := map[string]any{}
+	if command != "" {
+		meta["x-termhost"] = map[string]any{"command": command}
+	}
+	if node != "" {
+		meta["node"] = node
+	}
+	p := map[string]any{"channel": uri, "claim": map[string]any{"kind": "client", "clientId": k.id}, "_meta": meta}
+	if _, err := k.Request(ctx, "createTerminal", p); err != nil {
+		return fmt.Errorf("createTerminal %s: %w", uri, err)
+	}
+	return nil
+}
+
+func runCluster(ctx context.Context, e *env, r *Result) error {
+	n := clusterFloodBytes(e.sizes)
+	r.Params["nodes"] = clusterNodeCount
+	r.Params["bytes"] = n
+	r.Params["keystrokes"] = e.sizes.EchoKeys
+	r.Params["terminals"] = e.sizes.ClusterTerminals
+	c, err := startClusterNodes(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	// The client is on node 0 for the cross-node runs and on node 1 for the same-node
+	// ones; the terminal is on node 1 in both.
+	const entry, owner = 0, 1
+	var same, cross []float64
+	for round := range clusterRounds {
+		for _, from := range []int{owner, entry} {
+			rate, err := c.flood(ctx, e, from, owner, round, n)
+			if err != nil {
+				return err
+			}
+			if from == owner {
+				same = append(same, rate)
+			} else {
+				cross = append(cross, rate)
+			}
+		}
+	}
+	f := r.add(Figure{Name: "throughput, terminal on another node (median of rounds)", Value: median(cross), Unit: UnitBytesPerSecond}).withRaw(median(same))
+	f.target("≥ 0.80 × same node", f.Ratio != nil && *f.Ratio >= 0.8)
+	r.note("throughput rounds, B/s: same node %s; other node %s", rates(same), rates(cross))
+
+	sameTimes, err := c.echo(ctx, e, owner, owner)
+	if err != nil {
+		return err
+	}
+	crossTimes, err := c.echo(ctx, e, entry, owner)
+	if err != nil {
+		return err
+	}
+	pings := make([]time.Duration, 0, e.sizes.EchoKeys)
+	peer := c.servers[owner].Member().Addr()
+	for range e.sizes.EchoKeys {
+		d, err := c.servers[entry].Member().Ping(peer, e.cfg.WaitTimeout)
+		if err != nil {
+			return fmt.Errorf("node to node ping: %w", err)
+		}
+		pings = append(pings, d)
+	}
+	sm, cm, pm := percentile(sameTimes, 0.5), percentile(crossTimes, 0.5), percentile(pings, 0.5)
+	ef := r.add(Figure{Name: "keystroke echo, terminal on another node, median", Value: cm.Seconds(), Unit: UnitSeconds}).withRaw(sm.Seconds())
+	ef.target("≤ same node + one node-to-node round trip", cm <= sm+pm)
+	r.add(Figure{Name: "keystroke echo, terminal on another node, p99", Value: percentile(crossTimes, 0.99).Seconds(), Unit: UnitSeconds}).withRaw(percentile(sameTimes, 0.99).Seconds())
+	r.add(Figure{Name: "node-to-node round trip (protoactor remote), median", Value: pm.Seconds(), Unit: UnitSeconds})
+	r.add(Figure{Name: "echo added by the other node ÷ node-to-node round trip", Value: (cm - sm).Seconds() / pm.Seconds(), Unit: UnitRatio})
+
+	if err := c.converge(ctx, e, r); err != nil {
+		return err
+	}
+	r.note("all %d nodes and the clients share this process's %d CPUs", clusterNodeCount, e.machineCPUs())
+	return nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
+
+func rates(v []float64) string {
+	out := make([]string, len(v))
+	for i, x := range v {
+		out[i] = fmt.Sprintf("%.3g", x)
+	}
+	return strings.Join(out, ", ")
+}
+
+// flood runs one flood on node on, read by a counting subscriber of node from, and
+// returns its rate.
+func (c *clusterNodes) flood(ctx context.Context, e *env, from, on, round int, n int64) (float64, error) {
+	wctx, cancel := e.waitCtx(ctx)
+	defer cancel()
+	k, err := dialCtl(wctx, c.targets[from], fmt.Sprintf("bench-cluster-flood-%d-%d-%s", from, round, e.run))
+	if err != nil {
+		return 0, err
+	}
+	defer k.Close()
+	uri := e.uri(fmt.Sprintf("cluster-flood-%d", from), round)
+	if err := k.createOn(wctx, uri, floodCommand(n), c.names[on]); err != nil {
+		return 0, err
+	}
+	defer func() { _ = k.dispose(wctx, uri) }()
+	s, err := dialStream(wctx, c.targets[from], fmt.Sprintf("bench-cluster-reader-%d-%d-%s", from, round, e.run), uri)
+	if err != nil {
+		return 0, err
+	}
+	defer s.close()
+	start := time.Now()
+	var end streamEnd
+	done := make(chan struct{})
+	go func() { end = s.drain(wctx, func(int64) {}); close(done) }()
+	if err := k.input(wctx, uri, "\r"); err != nil {
+		return 0, err
+	}
+	<-done
+	secs := time.Since(start).Seconds()
+	if want := floodOutputBytes(n, e.pty); end.Bytes < want {
+		return 0, fmt.Errorf("flood from node %d on node %d: %s", from, on, describeEnd(end))
+	}
+	return float64(end.Bytes) / secs, nil
+}
+
+// echo times keystrokes from a client of node from through cat on node on.
+func (c *clusterNodes) echo(ctx context.Context, e *env, from, on int) ([]time.Duration, error) {
+	wctx, cancel := e.waitCtx(ctx)
+	defer cancel()
+	k, err := dialCtl(wctx, c.targets[from], fmt.Sprintf("bench-cluster-echo-%d-%s", from, e.run))
+	if err != nil {
+		return nil, err
+	}
+	defer k.Close()
+	uri := e.uri(fmt.Sprintf("cluster-echo-%d", from), on)
+	w := k.watch(uri)
+	if err := k.createOn(wctx, uri, e.echoCommand(), c.names[on]); err != nil {
+		return nil, err
+	}
+	defer func() { _ = k.dispose(wctx, uri) }()
+	st, err := k.subscribe(wctx, uri)
+	if err != nil {
+		return nil, err
+	}
+	seen := st.Text()
+	for !strings.Contains(seen, "ready") {
+		env, err := nextEnvelope(wctx, k, w)
+		if err != nil {
+			return nil, fmt.Errorf("waiting for cat: %w", err)
+		}
+		seen += envelopeData(env)
+	}
+	times := make([]time.Duration, 0, e.sizes.EchoKeys)
+	for i := range e.sizes.EchoKeys + echoWarmup {
+		key := string(keyFor(i))
+		start := time.Now()
+		if err := k.input(wctx, uri, key); err != nil {
+			return nil, err
+		}
+		for {
+			env, err := nextEnvelope(wctx, k, w)
+			if err != nil {
+				return nil, fmt.Errorf("keystroke %d: %w", i, err)
+			}
+			if strings.Contains(envelopeData(env), key) {
+				break
+			}
+		}
+		if i >= echoWarmup {
+			times = append(times, time.Since(start))
+		}
+	}
+	return times, nil
+}
+
+// converge opens the terminals through every node at once, none naming a node, and
+// times how long until every node's root list holds them all.
+func (c *clusterNodes) converge(ctx context.Context, e *env, r *Result) error {
+	total := e.sizes.ClusterTerminals
+	wctx, cancel := e.waitCtx(ctx)
+	defer cancel()
+	prefix := e.uri("cluster-conv", 0)
+	prefix = prefix[:len(prefix)-1]
+	ctls := make([]*ctl, clusterNodeCount)
+	watches := make([]*watch, clusterNodeCount)
+	for i := range ctls {
+		k, err := dialCtl(wctx, c.targets[i], fmt.Sprintf("bench-cluster-conv-%d-%s", i, e.run))
+		if err != nil {
+			return err
+		}
+		defer k.Close()
+		ctls[i], watches[i] = k, k.watch(messages.RootURI)
+		if _, err := k.Subscribe(wctx, messages.RootURI); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	converged := make([]time.Duration, clusterNodeCount)
+	perNode := map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, w := range watches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				env, err := nextEnvelope(wctx, ctls[i], w)
+				if err != nil {
+					return
+				}
+				a, err := env.Decode()
+				if err != nil || a.Terminals == nil {
+					continue
+				}
+				count := 0
+				nodes := map[string]int{}
+				for _, row := range *a.Terminals {
+					if strings.HasPrefix(row.Resource, prefix) {
+						count++
+						node, _ := row.Meta[root.NodeMeta].(string)
+						nodes[node]++
+					}
+				}
+				if count == total {
+					converged[i] = time.Since(start)
+					mu.Lock()
+					perNode = nodes
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	// Each node's client opens its share, a few at a time.
+	var answered time.Duration
+	var createErr error
+	var cw sync.WaitGroup
+	sem := make(chan struct{}, 8*clusterNodeCount)
+	for i := range total {
+		cw.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer cw.Done()
+			defer func() { <-sem }()
+			if err := ctls[i%clusterNodeCount].createOn(wctx, e.uri("cluster-conv", i), "echo ready; exec sleep 3600", ""); err != nil {
+				mu.Lock()
+				createErr = err
+				mu.Unlock()
+			}
+		}()
+	}
+	cw.Wait()
+	answered = time.Since(start)
+	wg.Wait()
+	defer func() {
+		// The terminals go again, each through the node that opened it.
+		var dw sync.WaitGroup
+		for i := range total {
+			dw.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer dw.Done()
+				defer func() { <-sem }()
+				dctx, cancel := e.waitCtx(context.WithoutCancel(ctx))
+				defer cancel()
+				_ = ctls[i%clusterNodeCount].dispose(dctx, e.uri("cluster-conv", i))
+			}()
+		}
+		dw.Wait()
+	}()
+	if createErr != nil {
+		return createErr
+	}
+	last := slices.Max(converged)
+	if slices.Contains(converged, 0) {
+		return fmt.Errorf("not every node listed all %d terminals in time", total)
+	}
+	r.add(Figure{Name: fmt.Sprintf("%d terminals opened across %d nodes, every create answered", total, clusterNodeCount), Value: answered.Seconds(), Unit: UnitSeconds})
+	r.add(Figure{Name: fmt.Sprintf("until every node lists all %d", total), Value: last.Seconds(), Unit: UnitSeconds})
+	r.add(Figure{Name: "root list convergence after the last create's answer", Value: max(last-answered, 0).Seconds(), Unit: UnitSeconds})
+	var placed []string
+	for _, name := range c.names {
+		placed = append(placed, fmt.Sprintf("%s %d", name, perNode[name]))
+	}
+	r.note("placement (least loaded; no create named a node): %s; each node listed them all after %s", strings.Join(placed, ", "), durations(converged))
+	return nil
+}
+
+func durations(d []time.Duration) string {
+	out := make([]string, len(d))
+	for i, x := range d {
+		out[i] = x.Round(time.Millisecond).String()
+	}
+	return strings.Join(out, ", ")
+}
