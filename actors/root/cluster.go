@@ -38,6 +38,22 @@ type RemoteRows struct {
 // actor starts after the root, and what the root said before that went nowhere.
 type ResendRows struct{}
 
+// withNode is info as a row of this node's: on a cluster node its _meta names the
+// node. It is added when the row is stored, so the row encoded once (rootlist.go) is
+// the row every list shows.
+func (h *rootActor) withNode(info messages.TerminalInfo) messages.TerminalInfo {
+	if !h.clustered() {
+		return info
+	}
+	meta := maps.Clone(info.Meta)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta[NodeMeta] = h.opts.Node
+	info.Meta = meta
+	return info
+}
+
 // NodeMeta is the _meta key a row names its node by.
 const NodeMeta = "node"
 
@@ -46,7 +62,7 @@ func (h *rootActor) clustered() bool { return h.opts.Cluster != nil }
 // toCluster forwards the message being handled to the node actor when uri is a
 // terminal another node owns, and reports whether it did.
 func (h *rootActor) toCluster(ctx actor.Context, uri string) bool {
-	if !h.remoteURIs[uri] && !h.remoteChat(uri) {
+	if _, remote := h.remoteURIs[uri]; !remote && !h.remoteChat(uri) {
 		return false
 	}
 	ctx.Forward(h.opts.Cluster)
@@ -79,21 +95,23 @@ func (h *rootActor) remoteChat(uri string) bool {
 }
 
 func (h *rootActor) remoteRows(ctx actor.Context, m *RemoteRows) {
+	// Each remote row is encoded once when it arrives, as a local one is when it
+	// changes (rootlist.go).
+	for _, r := range h.remote[m.Source] {
+		delete(h.remoteURIs, r.Resource)
+	}
 	if len(m.Rows) == 0 {
 		delete(h.remote, m.Source)
 	} else {
 		h.remote[m.Source] = m.Rows
 	}
+	for _, r := range m.Rows {
+		h.remoteURIs[r.Resource] = encodeRow(r)
+	}
 	if len(m.Chats) == 0 {
 		delete(h.remoteChats, m.Source)
 	} else {
 		h.remoteChats[m.Source] = m.Chats
-	}
-	clear(h.remoteURIs)
-	for _, rows := range h.remote {
-		for _, r := range rows {
-			h.remoteURIs[r.Resource] = true
-		}
 	}
 	h.publishTerminals(ctx)
 }
@@ -103,14 +121,6 @@ func (h *rootActor) remoteRows(ctx actor.Context, m *RemoteRows) {
 func (h *rootActor) clusterList(ctx actor.Context, local []messages.TerminalInfo) []messages.TerminalInfo {
 	if !h.clustered() {
 		return local
-	}
-	for i := range local {
-		meta := maps.Clone(local[i].Meta)
-		if meta == nil {
-			meta = map[string]any{}
-		}
-		meta[NodeMeta] = h.opts.Node
-		local[i].Meta = meta
 	}
 	// Only a change of its own: a node that told the others its rows each time theirs
 	// came would have them all echoing one another without end.

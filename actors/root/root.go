@@ -182,9 +182,9 @@ type rootActor struct {
 	spawned int
 
 	// remote are the rows other cluster nodes list, by node; remoteURIs the
-	// terminals among them (see cluster.go).
+	// terminals among them, each row encoded (see cluster.go).
 	remote     map[string][]messages.TerminalInfo
-	remoteURIs map[string]bool
+	remoteURIs map[string]json.RawMessage // each encoded (rootlist.go)
 	sentLocal  []messages.TerminalInfo
 	// remoteChats are the chats other nodes hold, by node; sentChats this node's, as
 	// last told to the node actor.
@@ -222,7 +222,7 @@ func NewProps(opts Options, journal *delivery.Journal) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		h := &rootActor{opts: opts, journal: journal, entries: map[string]*terminalEntry{}, subs: map[delivery.Subscriber]bool{},
 			sessions: map[string]*actor.PID{}, chats: map[string]*actor.PID{},
-			remote: map[string][]messages.TerminalInfo{}, remoteURIs: map[string]bool{}, remoteChats: map[string][]string{}}
+			remote: map[string][]messages.TerminalInfo{}, remoteURIs: map[string]json.RawMessage{}, remoteChats: map[string][]string{}}
 		h.behavior.Become(h.serving)
 		h.root = messages.RootState{
 			Agents:    opts.agentList(),
@@ -515,7 +515,8 @@ func (h *rootActor) row(ctx actor.Context, m *terminal.Row) {
 	if e == nil || e.pid.Id != m.PID.Id {
 		return
 	}
-	e.info, e.encoded, e.listed = m.Info, encodeRow(m.Info), true
+	info := h.withNode(m.Info)
+	e.info, e.encoded, e.listed = info, encodeRow(info), true
 	h.publishTerminals(ctx)
 }
 
@@ -582,7 +583,9 @@ func (h *rootActor) create(ctx actor.Context, m *terminal.Create) {
 		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeInvalidParams, "Invalid params: %s is the root channel", m.URI)})
 		return
 	}
-	if _, taken := h.entries[m.URI]; taken || h.remoteURIs[m.URI] {
+	_, taken := h.entries[m.URI]
+	_, remote := h.remoteURIs[m.URI]
+	if taken || remote {
 		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeAlreadyExists, "Terminal already exists: %s", m.URI)})
 		return
 	}
@@ -724,6 +727,8 @@ func (h *rootActor) sendTerminals() {
 	for i, info := range infos {
 		if e := h.entries[info.Resource]; e != nil && e.listed {
 			rows[i] = e.encoded
+		} else {
+			rows[i] = h.remoteURIs[info.Resource]
 		}
 	}
 	h.broadcast(&messages.Envelope{Channel: messages.RootURI, Action: terminalsChangedJSON(infos, rows)})
