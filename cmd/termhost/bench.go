@@ -57,6 +57,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	agentCounts := intList(d.AgentSessionCounts)
 	fs.Var(&agentCounts, "agent-session-counts", "sessions at once, each with an agent process of its own, one agents run each")
 	agentsRun := fs.Duration("agents-run", d.AgentsDuration, "how long each agents run lasts, host and raw")
+	openRounds := fs.Int("open-rounds", d.OpenRounds, "rounds the open scenario times, each a plain and an integrated terminal and both raw")
+	busy := fs.Int("busy", d.BusySpinners, "goroutines the busy scenario's neighbour process keeps spinning")
+	runs := fs.Int("runs", 1, "run the scenarios this many times against the same host and report each figure's median and spread")
 	timeout := fs.Duration("wait-timeout", 120*time.Second, "bound on each single wait for the host")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench's process (the host too with --host inprocess) to this file")
 	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the run to this file")
@@ -67,6 +70,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("bench takes no arguments, got %q", fs.Args())}
+	}
+	if *runs < 1 {
+		return usageError{fmt.Errorf("--runs: want 1 or more, got %d", *runs)}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -95,6 +101,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 			ToolsLoadDuration:  *toolsLoadRun,
 			AgentSessionCounts: agentCounts,
 			AgentsDuration:     *agentsRun,
+			OpenRounds:         *openRounds,
+			BusySpinners:       *busy,
 		},
 		Progress:    stderr,
 		WaitTimeout: *timeout,
@@ -115,6 +123,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	// bench starts) behind its sessions.
 	if exe, err := os.Executable(); err == nil {
 		cfg.AgentCommand = []string{exe, "bench-agent"}
+		cfg.BusyCommand = []string{exe, "bench-busy"}
 	}
 
 	if cfg.URL == "" {
@@ -140,9 +149,19 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	rep, err := bench.Run(ctx, cfg)
-	if err != nil {
-		return err
+	var reps []*bench.Report
+	for i := range *runs {
+		if *runs > 1 {
+			fmt.Fprintf(stderr, "bench: run %d of %d\n", i+1, *runs)
+		}
+		rep, err := bench.Run(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		reps = append(reps, rep)
+		if ctx.Err() != nil {
+			break
+		}
 	}
 	if *memProfile != "" {
 		f, err := os.Create(*memProfile)
@@ -158,19 +177,33 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if *asJSON {
-		err = rep.WriteJSON(stdout)
-	} else {
-		err = rep.WriteText(stdout)
+	var err error
+	switch {
+	case len(reps) > 1 && *asJSON:
+		err = bench.Summarize(reps).WriteJSON(stdout)
+	case len(reps) > 1:
+		for _, rep := range reps {
+			if err = rep.WriteText(stdout); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintln(stdout)
+		err = bench.Summarize(reps).WriteText(stdout)
+	case *asJSON:
+		err = reps[0].WriteJSON(stdout)
+	default:
+		err = reps[0].WriteText(stdout)
 	}
 	if err != nil {
 		return err
 	}
 	// A missed target is information; a scenario that could not run is a failure.
 	var failed []string
-	for _, s := range rep.Scenarios {
-		if s.Error != "" {
-			failed = append(failed, s.Name)
+	for _, rep := range reps {
+		for _, s := range rep.Scenarios {
+			if s.Error != "" && !slices.Contains(failed, s.Name) {
+				failed = append(failed, s.Name)
+			}
 		}
 	}
 	if len(failed) > 0 {

@@ -81,6 +81,12 @@ type Sizes struct {
 	AgentSessionCounts []int
 	// AgentsDuration is how long each agents run lasts, host and raw. Default 5 s.
 	AgentsDuration time.Duration
+	// OpenRounds is how many rounds the open scenario times, each opening a plain
+	// and an integrated terminal and both raw. Default 20.
+	OpenRounds int
+	// BusySpinners is how many goroutines the busy scenario's neighbour process
+	// keeps spinning. Default: the machine's CPUs.
+	BusySpinners int
 }
 
 // DefaultSizes are the sizes of a default run.
@@ -102,6 +108,8 @@ func DefaultSizes() Sizes {
 		ToolsLoadDuration:  60 * time.Second,
 		AgentSessionCounts: []int{1, 10, 50},
 		AgentsDuration:     5 * time.Second,
+		OpenRounds:         20,
+		BusySpinners:       runtime.NumCPU(),
 	}
 }
 
@@ -155,6 +163,12 @@ func (s Sizes) withDefaults() Sizes {
 	if s.AgentsDuration <= 0 {
 		s.AgentsDuration = d.AgentsDuration
 	}
+	if s.OpenRounds <= 0 {
+		s.OpenRounds = d.OpenRounds
+	}
+	if s.BusySpinners <= 0 {
+		s.BusySpinners = d.BusySpinners
+	}
 	return s
 }
 
@@ -184,6 +198,9 @@ type Config struct {
 	// raw side runs and a host the bench starts has as its agent "bench"
 	// (AgentProvider). Empty: the agents scenario cannot run.
 	AgentCommand []string
+	// BusyCommand is the argv of `termhost bench-busy` without its count: the busy
+	// scenario's neighbour process. Empty: the busy scenario cannot run.
+	BusyCommand []string
 	// Progress receives a line now and then during long scenarios; nil is quiet.
 	Progress io.Writer
 	// WaitTimeout bounds each single wait on the host (an answer, an exit, a
@@ -203,12 +220,16 @@ type scenario struct {
 var scenarios = []scenario{
 	{"throughput", throughputSummary, runThroughput, false},
 	{"echo", echoSummary, runEcho, false},
+	// open times starts, so it runs before the scenarios that load the host.
+	{"open", openSummary, runOpen, false},
 	// tools times latencies too, so it runs before the scenarios that load the host.
 	{"tools", toolsSummary, runTools, false},
 	{"fanout", fanoutSummary, runFanout, false},
 	// slow runs before churn and idle: those open thousands of terminals, and what
 	// the host keeps of them would be in its RSS figures.
 	{"slow", slowSummary, runSlow, false},
+	// busy starts a CPU-bound neighbour and stops it when its floods are done.
+	{"busy", busySummary, runBusy, false},
 	{"churn", churnSummary, runChurn, false},
 	{"idle", idleSummary, runIdle, false},
 	// sessions takes about a minute and a half; it runs when it is named.

@@ -129,8 +129,11 @@ func runFanout(ctx context.Context, e *env, r *Result) error {
 				continue
 			}
 			f := r.add(Figure{Name: fmt.Sprintf("%d ÷ 1 subscriber, per subscriber", count), Value: perSub[count] / one, Unit: UnitRatio})
-			if count == 10 {
+			switch count {
+			case 10:
 				f.target("≥ 0.80", f.Value >= 0.8)
+			case 50:
+				f.target("≥ 0.60", f.Value >= 0.6)
 			}
 		}
 	}
