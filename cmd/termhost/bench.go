@@ -59,6 +59,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	agentsRun := fs.Duration("agents-run", d.AgentsDuration, "how long each agents run lasts, host and raw")
 	openRounds := fs.Int("open-rounds", d.OpenRounds, "rounds the open scenario times, each a plain and an integrated terminal and both raw")
 	busy := fs.Int("busy", d.BusySpinners, "goroutines the busy scenario's neighbour process keeps spinning")
+	var hostEnv stringList
+	fs.Var(&hostEnv, "host-env", "with --host process: KEY=VALUE added to the host's environment (GOMAXPROCS=1, GODEBUG=…); may be repeated")
 	runs := fs.Int("runs", 1, "run the scenarios this many times against the same host and report each figure's median and spread")
 	timeout := fs.Duration("wait-timeout", 120*time.Second, "bound on each single wait for the host")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench's process (the host too with --host inprocess) to this file")
@@ -127,7 +129,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	}
 
 	if cfg.URL == "" {
-		closeHost, err := startBenchHost(&cfg, *hostMode, *ptyMode, *shell, !*userRC, *logLevel, level, stderr)
+		closeHost, err := startBenchHost(&cfg, *hostMode, *ptyMode, *shell, !*userRC, *logLevel, level, hostEnv, stderr)
 		if err != nil {
 			return err
 		}
@@ -214,7 +216,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 
 // startBenchHost starts the host the bench measures when no --url names one, and
 // points cfg at it; the returned function stops it.
-func startBenchHost(cfg *bench.Config, mode, ptyMode, shell string, emptyHome bool, logLevel string, level slog.Level, stderr io.Writer) (func() error, error) {
+func startBenchHost(cfg *bench.Config, mode, ptyMode, shell string, emptyHome bool, logLevel string, level slog.Level, env []string, stderr io.Writer) (func() error, error) {
 	usePty, err := choosePty(ptyMode)
 	if err != nil {
 		return nil, usageError{err}
@@ -232,6 +234,7 @@ func startBenchHost(cfg *bench.Config, mode, ptyMode, shell string, emptyHome bo
 		host, err := bench.StartHostProcess(bench.HostProcessOptions{
 			Exe: exe, Pty: servePty, Shell: shell, EmptyHome: emptyHome, LogLevel: logLevel, Logs: stderr,
 			Agents: []string{bench.AgentProvider + "=" + shellQuote(exe) + " bench-agent"},
+			Env:    env,
 		})
 		if err != nil {
 			return nil, err
@@ -239,6 +242,9 @@ func startBenchHost(cfg *bench.Config, mode, ptyMode, shell string, emptyHome bo
 		cfg.URL, cfg.Token, cfg.HostPID, cfg.Started = host.URL, host.Token, host.PID, true
 		return host.Close, nil
 	case "inprocess":
+		if len(env) > 0 {
+			return nil, usageError{errors.New("--host-env needs --host process: an in-process host shares the bench's environment")}
+		}
 		host, err := bench.StartLocalHost(bench.LocalHostOptions{
 			UsePty:    usePty,
 			Shell:     shell,
@@ -321,4 +327,17 @@ func (l *intList) Set(s string) error {
 // shellQuote quotes a word for a command line --agent splits (agents.ParseCommand).
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// stringList is a flag that may be repeated, each value kept.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, " ") }
+
+func (l *stringList) Set(s string) error {
+	if !strings.Contains(s, "=") {
+		return fmt.Errorf("want KEY=VALUE, got %q", s)
+	}
+	*l = append(*l, s)
+	return nil
 }
