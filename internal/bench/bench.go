@@ -262,6 +262,9 @@ type env struct {
 	shell  string // the shell the raw baselines run
 	pid    int    // the host's pid, 0 when unknown
 	prog   *progress
+	// baseChildren is how many child processes the host had when the open scenario
+	// began (waitChildrenGone).
+	baseChildren int
 }
 
 // Run runs the chosen scenarios against the host cfg names and reports every one of
