@@ -157,7 +157,7 @@ func (e *env) hostOpen(ctx context.Context, k *ctl, label, command string, args 
 	if err != nil {
 		return 0, err
 	}
-	if st.Text() != "" {
+	if shellSpoke(st) {
 		return time.Since(start), nil
 	}
 	for {
@@ -165,10 +165,16 @@ func (e *env) hostOpen(ctx context.Context, k *ctl, label, command string, args 
 		if err != nil {
 			return 0, fmt.Errorf("waiting for the first output: %w", err)
 		}
-		if envelopeData(env) != "" {
+		if env.RejectionReason == "" {
 			return time.Since(start), nil
 		}
 	}
+}
+
+// shellSpoke says a terminal's state holds something its shell printed: output, or
+// the marks of the integration (which the raw side reads as its first bytes).
+func shellSpoke(st *messages.TerminalState) bool {
+	return st.Text() != "" || (st.SupportsCommandDetection != nil && *st.SupportsCommandDetection)
 }
 
 // rawShellCmd is the shell with args and the environment the host gives a terminal's
@@ -206,7 +212,7 @@ type pipelined struct {
 func (e *env) dialPipelined(ctx context.Context) (*pipelined, error) {
 	wctx, cancel := e.waitCtx(ctx)
 	defer cancel()
-	s, err := dialStream(wctx, e.target, "bench-open-pipelined-"+e.run, messages.RootURI)
+	s, err := dialStream(wctx, e.target, "bench-open-pipelined-"+e.run, "")
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +248,7 @@ func (p *pipelined) open(ctx context.Context, uri, command string, args []string
 	if err != nil {
 		return 0, err
 	}
-	prefix := messages.DataFramePrefix(uri)
+	actionPrefix := bytes.TrimSuffix(messages.DataFramePrefix(uri), []byte(`,"action":{"type":"terminal/data","data":"`))
 	var took time.Duration
 	created := false
 	for took == 0 || !created {
@@ -255,8 +261,11 @@ func (p *pipelined) open(ctx context.Context, uri, command string, args []string
 			return 0, err
 		}
 		f := p.buf.Bytes()
-		if bytes.HasPrefix(f, prefix) {
-			if n, ok := jsonStringLen(f[len(prefix):]); ok && n > 0 && took == 0 {
+		// Any action on the channel after the snapshot comes from the shell's output:
+		// a shell with the integration begins with marks (terminal/commandDetection-
+		// Available, terminal/cwdChanged), which the raw side reads as its first bytes.
+		if bytes.HasPrefix(f, actionPrefix) {
+			if took == 0 && !bytes.Contains(f, []byte(`"rejectionReason"`)) {
 				took = time.Since(start)
 			}
 			continue
@@ -273,6 +282,9 @@ func (p *pipelined) open(ctx context.Context, uri, command string, args []string
 		if json.Unmarshal(f, &m) != nil {
 			continue
 		}
+		if m.ID == nil {
+			continue // an action on another channel
+		}
 		switch string(m.ID) {
 		case createID:
 			if m.Error != nil {
@@ -283,7 +295,7 @@ func (p *pipelined) open(ctx context.Context, uri, command string, args []string
 			if m.Error != nil {
 				return 0, fmt.Errorf("subscribe %s: %w", uri, m.Error)
 			}
-			if m.Result != nil && m.Result.Snapshot != nil && m.Result.Snapshot.State.Text() != "" && took == 0 {
+			if m.Result != nil && m.Result.Snapshot != nil && shellSpoke(&m.Result.Snapshot.State) && took == 0 {
 				took = time.Since(start)
 			}
 		}
