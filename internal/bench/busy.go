@@ -77,8 +77,11 @@ func (e *env) startNeighbour(n int) (*neighbour, error) {
 	return &neighbour{cmd: cmd, stdin: in}, nil
 }
 
+// stop ends the neighbour: its stdin closes (bench-busy's way out) and it is killed,
+// for any stand-in that does not read its stdin.
 func (b *neighbour) stop() {
 	_ = b.stdin.Close()
+	_ = b.cmd.Process.Kill()
 	_ = b.cmd.Wait()
 }
 
