@@ -103,21 +103,11 @@ func runBusy(ctx context.Context, e *env, r *Result) error {
 		return err
 	}
 	defer nb.stop()
-	var raw rawFloods
-	rawCPU := meterCPU(os.Getpid())
-	if err := raw.measure(e, n); err != nil {
-		return err
-	}
-	rawCPU.stop()
-	hostCPU := meterCPU(e.pid)
-	run, err := e.flood(ctx, k, "busy", 0, n, 1, nil)
+	m, err := e.meteredFlood(ctx, k, "busy", n)
 	if err != nil {
 		return err
 	}
-	hostCPU.stop()
-	if err := raw.measure(e, n); err != nil {
-		return err
-	}
+	raw, rawCPU, hostCPU, run := &m.raw, m.rawCPU, m.hostCPU, m.run
 	s := run.subs[0]
 	f := r.add(Figure{Name: "throughput beside a busy neighbour", Value: s.rate(), Unit: UnitBytesPerSecond}).withRaw(raw.rate())
 	f.target("≥ 0.85 × raw under the same load", f.Ratio != nil && *f.Ratio >= 0.85)

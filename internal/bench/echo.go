@@ -218,10 +218,26 @@ func (h *hostEcho) read(ctx context.Context) ([]byte, error) {
 // keystroke sends key as terminal/input and times it until a terminal/data frame
 // holding it is back.
 func (h *hostEcho) keystroke(ctx context.Context, key byte) (time.Duration, error) {
-	wctx, cancel := h.e.waitCtx(ctx)
-	defer cancel()
 	h.seq++
 	frame := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":%q,"clientSeq":%d,"action":{"type":"terminal/input","data":"%c"}}}`, h.uri, h.seq, key)
+	return h.roundTrip(ctx, frame, func(f []byte) (bool, error) {
+		if bytes.HasPrefix(f, h.prefix) {
+			rest := f[len(h.prefix):]
+			end := bytes.IndexByte(rest, '"')
+			return end >= 0 && bytes.IndexByte(rest[:end], key) >= 0, nil
+		}
+		if bytes.Contains(f, []byte(`"rejectionReason"`)) {
+			return false, fmt.Errorf("refused: %s", f)
+		}
+		return false, nil
+	})
+}
+
+// roundTrip sends frame and times it until answered says a frame read back is the
+// answer.
+func (h *hostEcho) roundTrip(ctx context.Context, frame []byte, answered func([]byte) (bool, error)) (time.Duration, error) {
+	wctx, cancel := h.e.waitCtx(ctx)
+	defer cancel()
 	start := time.Now()
 	if err := h.ws.Write(wctx, websocket.MessageText, frame); err != nil {
 		return 0, err
@@ -231,15 +247,8 @@ func (h *hostEcho) keystroke(ctx context.Context, key byte) (time.Duration, erro
 		if err != nil {
 			return 0, err
 		}
-		if bytes.HasPrefix(f, h.prefix) {
-			rest := f[len(h.prefix):]
-			if end := bytes.IndexByte(rest, '"'); end >= 0 && bytes.IndexByte(rest[:end], key) >= 0 {
-				return time.Since(start), nil
-			}
-			continue
-		}
-		if bytes.Contains(f, []byte(`"rejectionReason"`)) {
-			return 0, fmt.Errorf("refused: %s", f)
+		if ok, err := answered(f); ok || err != nil {
+			return time.Since(start), err
 		}
 	}
 }
@@ -258,24 +267,10 @@ func (h *hostEcho) wsPing(ctx context.Context) (time.Duration, error) {
 
 // ahpPing is one AHP ping request's round trip on the keystroke connection.
 func (h *hostEcho) ahpPing(ctx context.Context) (time.Duration, error) {
-	wctx, cancel := h.e.waitCtx(ctx)
-	defer cancel()
 	h.seq++
-	id := fmt.Sprintf(`"id":"p%d"`, h.seq)
-	frame := []byte(`{"jsonrpc":"2.0",` + id + `,"method":"ping"}`)
-	start := time.Now()
-	if err := h.ws.Write(wctx, websocket.MessageText, frame); err != nil {
-		return 0, err
-	}
-	for {
-		f, err := h.read(wctx)
-		if err != nil {
-			return 0, err
-		}
-		if bytes.Contains(f, []byte(id)) {
-			return time.Since(start), nil
-		}
-	}
+	id := []byte(fmt.Sprintf(`"id":"p%d"`, h.seq))
+	frame := []byte(`{"jsonrpc":"2.0",` + string(id) + `,"method":"ping"}`)
+	return h.roundTrip(ctx, frame, func(f []byte) (bool, error) { return bytes.Contains(f, id), nil })
 }
 
 func (h *hostEcho) close(ctx context.Context) {
