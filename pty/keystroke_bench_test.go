@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// BenchmarkKeystrokeWrite is the keystroke path's write into the pseudoterminal: one
+// BenchmarkKeystrokePtyWrite is the keystroke path's write into the pseudoterminal: one
 // byte, the caller's non-blocking write, to a process in raw mode that reads it (see
 // server/ahp's keystroke benchmarks for the other hops).
-func BenchmarkKeystrokeWrite(b *testing.B) {
+func BenchmarkKeystrokePtyWrite(b *testing.B) {
 	if !Available() {
 		b.Skip("this machine cannot open a pseudoterminal")
 	}

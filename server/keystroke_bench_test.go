@@ -75,10 +75,10 @@ func BenchmarkBatchWrite(b *testing.B) {
 	}
 }
 
-// BenchmarkKeystrokeWrite is the last hop of a keystroke's path: the connection's
+// BenchmarkKeystrokeSocketWrite is the last hop of a keystroke's path: the connection's
 // writer putting a keystroke's terminal/data frame on a real WebSocket over loopback,
 // read by a client on the other end.
-func BenchmarkKeystrokeWrite(b *testing.B) {
+func BenchmarkKeystrokeSocketWrite(b *testing.B) {
 	accepted := make(chan *websocket.Conn, 1)
 	done := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

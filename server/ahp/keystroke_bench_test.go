@@ -10,9 +10,9 @@ import (
 // The keystroke path, hop by hop (issue 13). A keystroke is a dispatchAction frame:
 // it is decoded here (BenchmarkKeystrokeDecode), admitted here (BenchmarkKeystrokeAdmit),
 // routed to its terminal (BenchmarkKeystrokeInputPath in package server/ahp_test, with
-// a real terminal), written to the pseudoterminal (pty.BenchmarkKeystrokeWrite),
+// a real terminal), written to the pseudoterminal (pty.BenchmarkKeystrokePtyWrite),
 // stamped (delivery.BenchmarkKeystrokeStamp), encoded (messages.BenchmarkKeystrokeEncode)
-// and written to the socket (server.BenchmarkKeystrokeWrite).
+// and written to the socket (server.BenchmarkKeystrokeSocketWrite).
 
 var keystrokeFrame = []byte(`{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"ahp-terminal:/bench-t1","clientSeq":12345,"action":{"type":"terminal/input","data":"l"}}}`)
 
