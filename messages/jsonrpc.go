@@ -162,7 +162,11 @@ func idOrNull(id json.RawMessage) []byte {
 // EnvelopeFrame encodes an `action` notification carrying env.
 func EnvelopeFrame(env *Envelope) []byte {
 	var b bytes.Buffer
-	b.Grow(len(env.Action) + len(env.Channel) + 96)
+	size := len(env.Action) + len(env.Channel) + len(env.RejectionReason) + 96
+	if env.Origin != nil {
+		size += len(env.Origin.ClientID) + 48
+	}
+	b.Grow(size)
 	b.WriteString(actionHead + envelopeHead) // frame.go: the layout others cut frames by
 	writeJSONString(&b, env.Channel)
 	b.WriteString(`,"action":`)
@@ -171,13 +175,16 @@ func EnvelopeFrame(env *Envelope) []byte {
 	} else {
 		b.Write(env.Action)
 	}
+	// The numbers are formatted in place: every envelope passes here, and a string
+	// per number would be an allocation per keystroke.
+	var num [20]byte
 	b.WriteString(`,"serverSeq":`)
-	b.WriteString(strconv.FormatUint(env.ServerSeq, 10))
+	b.Write(strconv.AppendUint(num[:0], env.ServerSeq, 10))
 	if env.Origin != nil {
 		b.WriteString(`,"origin":{"clientId":`)
 		writeJSONString(&b, env.Origin.ClientID)
 		b.WriteString(`,"clientSeq":`)
-		b.WriteString(strconv.FormatInt(env.Origin.ClientSeq, 10))
+		b.Write(strconv.AppendInt(num[:0], env.Origin.ClientSeq, 10))
 		b.WriteByte('}')
 	}
 	if env.RejectionReason != "" {

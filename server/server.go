@@ -553,7 +553,8 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	if bearer != "" {
 		subprotocols = append(subprotocols, bearer)
 	}
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowOrigins, Subprotocols: subprotocols})
+	cw := &corkingWriter{ResponseWriter: w, writeTimeout: s.cfg.WriteTimeout}
+	conn, err := websocket.Accept(cw, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowOrigins, Subprotocols: subprotocols})
 	if err != nil {
 		s.log.Debug("websocket upgrade refused", "remote", r.RemoteAddr, "err", err)
 		return
@@ -585,11 +586,11 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 			return now
 		}
 	}
-	s.runConnection(r.Context(), conn, p, refresh)
+	s.runConnection(r.Context(), conn, cw.conn, p, refresh)
 }
 
 // runConnection reads frames until the socket ends, with one writer goroutine.
-func (s *Server) runConnection(reqCtx context.Context, conn *websocket.Conn, p auth.Principal, refresh func() auth.Principal) {
+func (s *Server) runConnection(reqCtx context.Context, conn *websocket.Conn, cork *corkConn, p auth.Principal, refresh func() auth.Principal) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(reqCtx))
 	defer cancel()
 	log := s.log.With("user", p.User)
@@ -633,7 +634,7 @@ func (s *Server) runConnection(reqCtx context.Context, conn *websocket.Conn, p a
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
-		s.writeLoop(ctx, conn, outbox, closeWith)
+		s.writeLoop(ctx, conn, cork, outbox, closeWith)
 	}()
 	defer func() { cancel(); <-writerDone }()
 
@@ -661,7 +662,7 @@ func (s *Server) runConnection(reqCtx context.Context, conn *websocket.Conn, p a
 	}
 }
 
-func (s *Server) writeLoop(ctx context.Context, conn *websocket.Conn, outbox *delivery.Outbox, closeWith func(websocket.StatusCode, delivery.CloseReason)) {
+func (s *Server) writeLoop(ctx context.Context, conn *websocket.Conn, cork *corkConn, outbox *delivery.Outbox, closeWith func(websocket.StatusCode, delivery.CloseReason)) {
 	for {
 		frames, err := outbox.Next(ctx)
 		if err != nil {
@@ -671,14 +672,31 @@ func (s *Server) writeLoop(ctx context.Context, conn *websocket.Conn, outbox *de
 			}
 			return
 		}
-		for _, f := range frames {
-			wctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
-			err := conn.Write(wctx, websocket.MessageText, f)
-			cancel()
-			if err != nil {
-				outbox.Close()
-				return
-			}
+		if err := s.writeBatch(ctx, conn, cork, frames); err != nil {
+			outbox.Close()
+			return
 		}
 	}
+}
+
+// writeBatch writes a batch of frames, each a message. Corked, the batch is one
+// socket write (see corkConn), so one write deadline covers it.
+func (s *Server) writeBatch(ctx context.Context, conn *websocket.Conn, cork *corkConn, frames [][]byte) error {
+	if cork != nil && len(frames) > 1 {
+		cork.cork()
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
+	defer cancel()
+	for _, f := range frames {
+		if err := conn.Write(wctx, websocket.MessageText, f); err != nil {
+			if cork != nil {
+				_ = cork.uncork() // a close frame written meanwhile still goes
+			}
+			return err
+		}
+	}
+	if cork != nil {
+		return cork.uncork()
+	}
+	return nil
 }

@@ -93,3 +93,20 @@ func BenchmarkJournalStampFullRing(b *testing.B) {
 		j.Stamp(env())
 	}
 }
+
+// BenchmarkKeystrokeStamp is a keystroke's output on its way out: the terminal/data
+// envelope stamped (serverSeq, encoded, recorded for replay), queued on a
+// connection's outbox and taken by its writer.
+func BenchmarkKeystrokeStamp(b *testing.B) {
+	j := NewJournal(8192, 16<<20)
+	o := NewOutbox(OutboxLimits{Bytes: 16 << 20}, nil)
+	ctx := b.Context()
+	b.ReportAllocs()
+	for b.Loop() {
+		frame := j.Stamp(&messages.Envelope{Channel: "ahp-terminal:/bench-t1", Action: messages.DataAction("l")})
+		o.Deliver("ahp-terminal:/bench-t1", frame)
+		if fs, err := o.Next(ctx); err != nil || len(fs) != 1 {
+			b.Fatal(err)
+		}
+	}
+}

@@ -58,6 +58,11 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&agentCounts, "agent-session-counts", "sessions at once, each with an agent process of its own, one agents run each")
 	agentsRun := fs.Duration("agents-run", d.AgentsDuration, "how long each agents run lasts, host and raw")
 	clusterTerminals := fs.Int("cluster-terminals", d.ClusterTerminals, "terminals the cluster scenario opens across its three nodes")
+	openRounds := fs.Int("open-rounds", d.OpenRounds, "rounds the open scenario times, each a plain and an integrated terminal and both raw")
+	busy := fs.Int("busy", d.BusySpinners, "goroutines the busy scenario's neighbour process keeps spinning")
+	var hostEnv stringList
+	fs.Var(&hostEnv, "host-env", "with --host process: KEY=VALUE added to the host's environment (GOMAXPROCS=1, GODEBUG=…); may be repeated")
+	runs := fs.Int("runs", 1, "run the scenarios this many times against the same host and report each figure's median and spread")
 	timeout := fs.Duration("wait-timeout", 120*time.Second, "bound on each single wait for the host")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench's process (the host too with --host inprocess) to this file")
 	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the run to this file")
@@ -68,6 +73,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("bench takes no arguments, got %q", fs.Args())}
+	}
+	if *runs < 1 {
+		return usageError{fmt.Errorf("--runs: want 1 or more, got %d", *runs)}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -97,6 +105,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 			AgentSessionCounts: agentCounts,
 			AgentsDuration:     *agentsRun,
 			ClusterTerminals:   *clusterTerminals,
+			OpenRounds:         *openRounds,
+			BusySpinners:       *busy,
 		},
 		Progress:    stderr,
 		WaitTimeout: *timeout,
@@ -117,10 +127,11 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	// bench starts) behind its sessions.
 	if exe, err := os.Executable(); err == nil {
 		cfg.AgentCommand = []string{exe, "bench-agent"}
+		cfg.BusyCommand = []string{exe, "bench-busy"}
 	}
 
 	if cfg.URL == "" {
-		closeHost, err := startBenchHost(&cfg, *hostMode, *ptyMode, *shell, !*userRC, *logLevel, level, stderr)
+		closeHost, err := startBenchHost(&cfg, *hostMode, *ptyMode, *shell, !*userRC, *logLevel, level, hostEnv, stderr)
 		if err != nil {
 			return err
 		}
@@ -142,9 +153,19 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	rep, err := bench.Run(ctx, cfg)
-	if err != nil {
-		return err
+	var reps []*bench.Report
+	for i := range *runs {
+		if *runs > 1 {
+			fmt.Fprintf(stderr, "bench: run %d of %d\n", i+1, *runs)
+		}
+		rep, err := bench.Run(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		reps = append(reps, rep)
+		if ctx.Err() != nil {
+			break
+		}
 	}
 	if *memProfile != "" {
 		f, err := os.Create(*memProfile)
@@ -160,19 +181,33 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if *asJSON {
-		err = rep.WriteJSON(stdout)
-	} else {
-		err = rep.WriteText(stdout)
+	var err error
+	switch {
+	case len(reps) > 1 && *asJSON:
+		err = bench.Summarize(reps).WriteJSON(stdout)
+	case len(reps) > 1:
+		for _, rep := range reps {
+			if err = rep.WriteText(stdout); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintln(stdout)
+		err = bench.Summarize(reps).WriteText(stdout)
+	case *asJSON:
+		err = reps[0].WriteJSON(stdout)
+	default:
+		err = reps[0].WriteText(stdout)
 	}
 	if err != nil {
 		return err
 	}
 	// A missed target is information; a scenario that could not run is a failure.
 	var failed []string
-	for _, s := range rep.Scenarios {
-		if s.Error != "" {
-			failed = append(failed, s.Name)
+	for _, rep := range reps {
+		for _, s := range rep.Scenarios {
+			if s.Error != "" && !slices.Contains(failed, s.Name) {
+				failed = append(failed, s.Name)
+			}
 		}
 	}
 	if len(failed) > 0 {
@@ -183,7 +218,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 
 // startBenchHost starts the host the bench measures when no --url names one, and
 // points cfg at it; the returned function stops it.
-func startBenchHost(cfg *bench.Config, mode, ptyMode, shell string, emptyHome bool, logLevel string, level slog.Level, stderr io.Writer) (func() error, error) {
+func startBenchHost(cfg *bench.Config, mode, ptyMode, shell string, emptyHome bool, logLevel string, level slog.Level, env []string, stderr io.Writer) (func() error, error) {
 	usePty, err := choosePty(ptyMode)
 	if err != nil {
 		return nil, usageError{err}
@@ -201,6 +236,7 @@ func startBenchHost(cfg *bench.Config, mode, ptyMode, shell string, emptyHome bo
 		host, err := bench.StartHostProcess(bench.HostProcessOptions{
 			Exe: exe, Pty: servePty, Shell: shell, EmptyHome: emptyHome, LogLevel: logLevel, Logs: stderr,
 			Agents: []string{bench.AgentProvider + "=" + shellQuote(exe) + " bench-agent"},
+			Env:    env,
 		})
 		if err != nil {
 			return nil, err
@@ -208,6 +244,9 @@ func startBenchHost(cfg *bench.Config, mode, ptyMode, shell string, emptyHome bo
 		cfg.URL, cfg.Token, cfg.HostPID, cfg.Started = host.URL, host.Token, host.PID, true
 		return host.Close, nil
 	case "inprocess":
+		if len(env) > 0 {
+			return nil, usageError{errors.New("--host-env needs --host process: an in-process host shares the bench's environment")}
+		}
 		host, err := bench.StartLocalHost(bench.LocalHostOptions{
 			UsePty:    usePty,
 			Shell:     shell,
@@ -290,4 +329,17 @@ func (l *intList) Set(s string) error {
 // shellQuote quotes a word for a command line --agent splits (agents.ParseCommand).
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// stringList is a flag that may be repeated, each value kept.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, " ") }
+
+func (l *stringList) Set(s string) error {
+	if !strings.Contains(s, "=") {
+		return fmt.Errorf("want KEY=VALUE, got %q", s)
+	}
+	*l = append(*l, s)
+	return nil
 }

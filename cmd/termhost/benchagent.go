@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/termhost/termhost/internal/bench"
 )
@@ -16,5 +17,19 @@ func benchAgent(args []string, stdin io.Reader, stdout io.Writer) error {
 		return usageError{fmt.Errorf("bench-agent takes no arguments, got %q", args)}
 	}
 	bench.ServeAgent(stdin, stdout)
+	return nil
+}
+
+// benchBusy is the hidden `termhost bench-busy N`: the CPU-bound neighbour of `termhost
+// bench`'s busy scenario, N goroutines spinning until stdin closes.
+func benchBusy(args []string, stdin io.Reader) error {
+	if len(args) != 1 {
+		return usageError{fmt.Errorf("bench-busy takes one argument, the number of goroutines, got %q", args)}
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n < 1 {
+		return usageError{fmt.Errorf("bench-busy: want a positive number of goroutines, got %q", args[0])}
+	}
+	bench.ServeBusy(n, stdin)
 	return nil
 }

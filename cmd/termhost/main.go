@@ -65,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return benchCmd(args, stdout, stderr)
 	case "bench-agent":
 		return benchAgent(args, os.Stdin, stdout)
+	case "bench-busy":
+		return benchBusy(args, os.Stdin)
 	case "mcp":
 		return mcpBridge(args, os.Stdin, stdout, stderr)
 	case "ls", "new", "attach", "run", "kill":

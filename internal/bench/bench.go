@@ -84,6 +84,12 @@ type Sizes struct {
 	// ClusterTerminals is how many terminals the cluster scenario opens across its
 	// nodes before timing how long every node takes to list them all. Default 1,000.
 	ClusterTerminals int
+	// OpenRounds is how many rounds the open scenario times, each opening a plain
+	// and an integrated terminal and both raw. Default 20.
+	OpenRounds int
+	// BusySpinners is how many goroutines the busy scenario's neighbour process
+	// keeps spinning. Default: the machine's CPUs.
+	BusySpinners int
 }
 
 // DefaultSizes are the sizes of a default run.
@@ -106,6 +112,8 @@ func DefaultSizes() Sizes {
 		AgentSessionCounts: []int{1, 10, 50},
 		AgentsDuration:     5 * time.Second,
 		ClusterTerminals:   1000,
+		OpenRounds:         20,
+		BusySpinners:       runtime.NumCPU(),
 	}
 }
 
@@ -162,6 +170,12 @@ func (s Sizes) withDefaults() Sizes {
 	if s.ClusterTerminals <= 0 {
 		s.ClusterTerminals = d.ClusterTerminals
 	}
+	if s.OpenRounds <= 0 {
+		s.OpenRounds = d.OpenRounds
+	}
+	if s.BusySpinners <= 0 {
+		s.BusySpinners = d.BusySpinners
+	}
 	return s
 }
 
@@ -191,6 +205,9 @@ type Config struct {
 	// raw side runs and a host the bench starts has as its agent "bench"
 	// (AgentProvider). Empty: the agents scenario cannot run.
 	AgentCommand []string
+	// BusyCommand is the argv of `termhost bench-busy` without its count: the busy
+	// scenario's neighbour process. Empty: the busy scenario cannot run.
+	BusyCommand []string
 	// Progress receives a line now and then during long scenarios; nil is quiet.
 	Progress io.Writer
 	// WaitTimeout bounds each single wait on the host (an answer, an exit, a
@@ -210,12 +227,16 @@ type scenario struct {
 var scenarios = []scenario{
 	{"throughput", throughputSummary, runThroughput, false},
 	{"echo", echoSummary, runEcho, false},
+	// open times starts, so it runs before the scenarios that load the host.
+	{"open", openSummary, runOpen, false},
 	// tools times latencies too, so it runs before the scenarios that load the host.
 	{"tools", toolsSummary, runTools, false},
 	{"fanout", fanoutSummary, runFanout, false},
 	// slow runs before churn and idle: those open thousands of terminals, and what
 	// the host keeps of them would be in its RSS figures.
 	{"slow", slowSummary, runSlow, false},
+	// busy starts a CPU-bound neighbour and stops it when its floods are done.
+	{"busy", busySummary, runBusy, false},
 	{"churn", churnSummary, runChurn, false},
 	{"idle", idleSummary, runIdle, false},
 	// sessions takes about a minute and a half; it runs when it is named.
@@ -250,6 +271,9 @@ type env struct {
 	shell  string // the shell the raw baselines run
 	pid    int    // the host's pid, 0 when unknown
 	prog   *progress
+	// baseChildren is how many child processes the host had when the open scenario
+	// began (waitChildrenGone).
+	baseChildren int
 }
 
 // Run runs the chosen scenarios against the host cfg names and reports every one of

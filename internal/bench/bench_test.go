@@ -31,6 +31,12 @@ var tinySizes = Sizes{
 // run runs scenarios against a host started in this process for the test.
 func run(t *testing.T, usePty bool, names ...string) *Report {
 	t.Helper()
+	return runWith(t, usePty, nil, names...)
+}
+
+// runWith is run with the config changed by set first, when set is not nil.
+func runWith(t *testing.T, usePty bool, set func(*Config), names ...string) *Report {
+	t.Helper()
 	h, err := StartLocalHost(LocalHostOptions{UsePty: usePty, EmptyHome: true})
 	if err != nil {
 		t.Fatal(err)
@@ -42,11 +48,15 @@ func run(t *testing.T, usePty bool, names ...string) *Report {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	rep, err := Run(ctx, Config{
+	cfg := Config{
 		URL: h.URL, Token: h.Token, InProcess: true,
 		Scenarios: names, Sizes: tinySizes, WaitTimeout: 30 * time.Second,
 		Progress: testWriter{t},
-	})
+	}
+	if set != nil {
+		set(&cfg)
+	}
+	rep, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

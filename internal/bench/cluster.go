@@ -248,15 +248,6 @@ func runCluster(ctx context.Context, e *env, r *Result) error {
 	return nil
 }
 
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	return s[len(s)/2]
-}
-
 func rates(v []float64) string {
 	out := make([]string, len(v))
 	for i, x := range v {

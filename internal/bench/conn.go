@@ -204,11 +204,15 @@ func dialStream(ctx context.Context, t target, clientID, channel string) (*strea
 	}
 	ws.SetReadLimit(64 << 20)
 	s := &stream{ws: ws, channel: channel, dataPrefix: messages.DataFramePrefix(channel)}
+	subs := []string{channel}
+	if channel == "" {
+		subs = []string{} // a connection that subscribes later, or never
+	}
 	init, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0", "id": 1, "method": "initialize",
 		"params": map[string]any{
 			"channel": messages.RootURI, "protocolVersions": []string{"1.0.0", "0.9.0"},
-			"clientId": clientID, "initialSubscriptions": []string{channel},
+			"clientId": clientID, "initialSubscriptions": subs,
 		},
 	})
 	if err := ws.Write(ctx, websocket.MessageText, init); err != nil {

@@ -31,6 +31,9 @@ type HostProcessOptions struct {
 	Logs io.Writer
 	// Agents are serve's --agent NAME='command args' flags, one each.
 	Agents []string
+	// Env are KEY=VALUE pairs added to the host's environment (GOMAXPROCS=1, say),
+	// so a runtime setting can be measured on the host alone.
+	Env []string
 }
 
 // HostProcess is `termhost serve` on a free loopback port in a process of its own,
@@ -86,6 +89,7 @@ func (h *HostProcess) start(opts HostProcessOptions) error {
 	if opts.Shell != "" {
 		cmd.Env = append(cmd.Env, "SHELL="+opts.Shell)
 	}
+	cmd.Env = append(cmd.Env, opts.Env...)
 	cmd.Stderr = opts.Logs
 	if cmd.Stderr == nil {
 		cmd.Stderr = io.Discard

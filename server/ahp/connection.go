@@ -99,8 +99,17 @@ func NewProps(cfg Config) *actor.Props {
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &connection{cfg: cfg, subscribed: map[string]bool{}, subscribing: map[string]int{}, terminals: map[string]*actor.PID{}, viaHost: map[string]bool{}}
-	})
+	}, actor.WithDispatcher(inline))
 }
+
+// inline runs a connection's mailbox on the goroutine that finds it idle, usually the
+// socket's reader, instead of waking a goroutine of its own for every frame: a
+// keystroke then goes from the reader to its terminal with no hand-off (issue 13).
+// The mailbox is the same, so frames are still handled one at a time, in order, and
+// a frame that comes while another goroutine runs the mailbox waits its turn there.
+// Nothing in Receive blocks (STYLE: "Nothing blocks inside Receive"), so whoever
+// runs it is never held longer than the handling takes.
+var inline = actor.NewSynchronizedDispatcher(300)
 
 func (c *connection) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
@@ -808,21 +817,14 @@ func (c *connection) notification(ctx actor.Context, method string, raw json.Raw
 			return
 		}
 		var p dispatchParams
-		if decodeParamsWith(dispatchMembers, raw, &p) != nil || messages.CheckURI(p.Channel) != nil || len(p.Action) == 0 {
+		var a messages.Action
+		ok, reason := decodeDispatch(raw, &p, &a)
+		if !ok {
 			c.cfg.Logger.Debug("dropping a malformed dispatch", "conn", c.clientID)
 			return
 		}
-		var a messages.Action
 		origin := messages.Origin{ClientID: c.clientID, ClientSeq: p.ClientSeq}
-		err := actionMembers.Check(p.Action)
-		if err == nil {
-			err = json.Unmarshal(p.Action, &a)
-		}
-		if err != nil || a.Type == "" {
-			reason := "the action is not an object with a type"
-			if err != nil {
-				reason = "the action is malformed: " + describeJSONError(err)
-			}
+		if reason != "" {
 			c.cfg.Journal.Reject(c.cfg.Outbox, p.Channel, validRaw(p.Action), origin, reason)
 			return
 		}
@@ -857,6 +859,26 @@ func (c *connection) notification(ctx actor.Context, method string, raw json.Raw
 		// Notifications get no answer, so an unknown one is only logged.
 		c.cfg.Logger.Debug("unknown notification", "method", method)
 	}
+}
+
+// decodeDispatch reads a dispatchAction's params into p and its action into a. It
+// reports false for params too malformed to answer (no channel to echo a rejection
+// on), and a reason for an action to be rejected.
+func decodeDispatch(raw json.RawMessage, p *dispatchParams, a *messages.Action) (ok bool, reason string) {
+	if decodeParamsWith(dispatchMembers, raw, p) != nil || messages.CheckURI(p.Channel) != nil || len(p.Action) == 0 {
+		return false, ""
+	}
+	err := actionMembers.Check(p.Action)
+	if err == nil {
+		err = json.Unmarshal(p.Action, a)
+	}
+	switch {
+	case err != nil:
+		return true, "the action is malformed: " + describeJSONError(err)
+	case a.Type == "":
+		return true, "the action is not an object with a type"
+	}
+	return true, ""
 }
 
 func validRaw(raw json.RawMessage) json.RawMessage {

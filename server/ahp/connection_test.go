@@ -29,14 +29,14 @@ const waitTimeout = 20 * time.Second
 
 // rig is an actor system with a root actor, and a way to make connections to it.
 type rig struct {
-	t       *testing.T
+	t       testing.TB
 	system  *actor.ActorSystem
 	journal *delivery.Journal
 	root    *actor.PID
 	store   *auth.Store
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	t.Helper()
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
 	journal := delivery.NewJournal(1024, 1<<20)

@@ -1,0 +1,327 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/termhost/termhost/integration"
+	"github.com/termhost/termhost/internal/procstat"
+	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/pty"
+)
+
+// The open scenario (issue 13): how long a client waits from createTerminal until it
+// sees the shell's first output, against spawning the same shell under a local
+// pseudoterminal and reading its first byte. Two kinds of terminal take turns, one of
+// each per round with their raw sides, so other work on the machine lands on all four
+// alike:
+//
+//   - plain: a one-command terminal running `bash --norc --noprofile -i`, and the same
+//     `SHELL -c 'exec bash …'` raw: what the host adds to a start (and, beside it,
+//     `bash --norc --noprofile -i` spawned directly, the floor of any shell's start);
+//   - integrated: a terminal with no command, the host's shell with termhost's
+//     integration script injected, and the same shell started raw with the same
+//     injection (integration.Inject): what the host adds, and what the script costs.
+//
+// The host side is timed as a client sees it, two ways: a client that sends subscribe
+// right behind createTerminal (it named the terminal, so it need not wait; the target
+// is on this one) and reads the shell's first terminal/data as the host reads it; and
+// one that waits for createTerminal's answer, then subscribes, and finds the output in
+// the snapshot. A shell to sit in is answered only once it printed something, so the
+// second pays a round trip after the output.
+
+func openSummary(s Sizes) string {
+	return fmt.Sprintf("%d rounds of createTerminal until the shell's first output is seen, plain bash and the host's shell with its integration, against the same shells spawned raw under a pty", s.OpenRounds)
+}
+
+// openPlainArgv is the plain shell both sides run.
+var openPlainArgv = []string{"--norc", "--noprofile", "-i"}
+
+func runOpen(ctx context.Context, e *env, r *Result) error {
+	if !e.pty {
+		r.note("the host runs terminals on pipes: a shell there prints nothing until it is given something to run, so there is no first output to time")
+		return nil
+	}
+	rounds := e.sizes.OpenRounds
+	r.Params["rounds"] = rounds
+	if kids, ok := procstat.Children(e.pid); ok && e.pid != 0 {
+		e.baseChildren = len(kids)
+	}
+	plainCmd := pty.QuoteArgv(append([]string{e.shell}, openPlainArgv...))
+	r.Params["plain"] = plainCmd
+	k, err := e.dialCtl(ctx, "open")
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	pipe, err := e.dialPipelined(ctx)
+	if err != nil {
+		return err
+	}
+	defer pipe.close()
+	var hostPlain, rawPlain, hostInt, rawInt, rawDirect, pipePlain, pipeInt []time.Duration
+	for i := range rounds + 1 { // the first round warms both sides up and is not counted
+		hp, err := e.hostOpen(ctx, k, fmt.Sprintf("open-plain-%d", i), e.shell, openPlainArgv)
+		if err != nil {
+			return fmt.Errorf("plain, round %d: %w", i, err)
+		}
+		rp, err := e.rawOpen(e.rawShellCmd(nil, "-c", "exec "+plainCmd))
+		if err != nil {
+			return fmt.Errorf("raw plain, round %d: %w", i, err)
+		}
+		hi, err := e.hostOpen(ctx, k, fmt.Sprintf("open-integrated-%d", i), "", nil)
+		if err != nil {
+			return fmt.Errorf("integrated, round %d: %w", i, err)
+		}
+		inj, ok, err := integration.Inject(e.shell, nil, integration.InjectOptions{Nonce: integration.NewNonce()})
+		if err != nil || !ok {
+			return fmt.Errorf("raw integrated: no integration for %s (%v)", e.shell, err)
+		}
+		ri, err := e.rawOpen(e.rawShellCmd(inj.Env, inj.Args...))
+		if err != nil {
+			return fmt.Errorf("raw integrated, round %d: %w", i, err)
+		}
+		pp, err := pipe.open(ctx, e.uri(fmt.Sprintf("open-plain-pipelined-%d", i), 0), e.shell, openPlainArgv)
+		if err != nil {
+			return fmt.Errorf("plain, pipelined, round %d: %w", i, err)
+		}
+		pi, err := pipe.open(ctx, e.uri(fmt.Sprintf("open-integrated-pipelined-%d", i), 0), "", nil)
+		if err != nil {
+			return fmt.Errorf("integrated, pipelined, round %d: %w", i, err)
+		}
+		rd, err := e.rawOpen(e.rawShellCmd(nil, openPlainArgv...))
+		if err != nil {
+			return fmt.Errorf("raw plain, round %d: %w", i, err)
+		}
+		if i > 0 {
+			rawDirect = append(rawDirect, rd)
+			pipePlain, pipeInt = append(pipePlain, pp), append(pipeInt, pi)
+			hostPlain, rawPlain = append(hostPlain, hp), append(rawPlain, rp)
+			hostInt, rawInt = append(hostInt, hi), append(rawInt, ri)
+		}
+	}
+	add := func(name string, host, raw []time.Duration) {
+		hm, rm := percentile(host, 0.5), percentile(raw, 0.5)
+		f := r.add(Figure{Name: name + ", median", Value: hm.Seconds(), Unit: UnitSeconds}).withRaw(rm.Seconds())
+		if strings.Contains(name, "pipelined") {
+			f.target("≤ raw + 1 ms", hm-rm <= time.Millisecond)
+		}
+		r.add(Figure{Name: name + ", p90", Value: percentile(host, 0.9).Seconds(), Unit: UnitSeconds}).withRaw(percentile(raw, 0.9).Seconds())
+		r.add(Figure{Name: name + ", host − raw, median", Value: (hm - rm).Seconds(), Unit: UnitSeconds})
+	}
+	add("open, plain bash, pipelined", pipePlain, rawPlain)
+	add("open, with integration, pipelined", pipeInt, rawInt)
+	add("open, plain bash, answer then subscribe", hostPlain, rawPlain)
+	add("open, with integration, answer then subscribe", hostInt, rawInt)
+	// The plain terminal is a one-command terminal, so it starts through `SHELL -c
+	// exec …`: two starts of bash. The integration's cost is held against one.
+	direct := percentile(rawDirect, 0.5)
+	r.add(Figure{Name: "raw `bash --norc --noprofile -i`, median", Value: direct.Seconds(), Unit: UnitSeconds})
+	r.add(Figure{Name: "the integration's cost, raw (integrated − bash --norc, medians)", Value: (percentile(rawInt, 0.5) - direct).Seconds(), Unit: UnitSeconds})
+	r.add(Figure{Name: "the integration's cost, host (integrated − raw bash --norc, medians)", Value: (percentile(hostInt, 0.5) - direct).Seconds(), Unit: UnitSeconds})
+	return nil
+}
+
+// hostOpen times one terminal's opening as a client sees it; a command opens a
+// one-command terminal running it, "" the host's shell to sit in. The terminal is
+// disposed after, untimed.
+func (e *env) hostOpen(ctx context.Context, k *ctl, label, command string, args []string) (time.Duration, error) {
+	wctx, cancel := e.waitCtx(ctx)
+	defer cancel()
+	uri := e.uri(label, 0)
+	w := k.watch(uri)
+	defer k.unwatch(uri)
+	p := map[string]any{"channel": uri, "claim": map[string]any{"kind": "client", "clientId": k.id}}
+	if command != "" {
+		p["_meta"] = map[string]any{"x-termhost": map[string]any{"command": command, "args": args}}
+	}
+	start := time.Now()
+	if _, err := k.Request(wctx, "createTerminal", p); err != nil {
+		return 0, fmt.Errorf("createTerminal %s: %w", uri, err)
+	}
+	defer func() {
+		dctx, cancel := e.waitCtx(context.WithoutCancel(ctx))
+		defer cancel()
+		_ = k.dispose(dctx, uri)
+		e.waitChildrenGone()
+	}()
+	st, err := k.subscribe(wctx, uri)
+	if err != nil {
+		return 0, err
+	}
+	if shellSpoke(st) {
+		return time.Since(start), nil
+	}
+	for {
+		env, err := nextEnvelope(wctx, k, w)
+		if err != nil {
+			return 0, fmt.Errorf("waiting for the first output: %w", err)
+		}
+		if env.RejectionReason == "" {
+			return time.Since(start), nil
+		}
+	}
+}
+
+// shellSpoke says a terminal's state holds something its shell printed: output, or
+// the marks of the integration (which the raw side reads as its first bytes).
+func shellSpoke(st *messages.TerminalState) bool {
+	return st.Text() != "" || (st.SupportsCommandDetection != nil && *st.SupportsCommandDetection)
+}
+
+// rawShellCmd is the shell with args and the environment the host gives a terminal's
+// process (pty.BuildEnv: TERM, COLUMNS, LINES over this process's), plus env.
+func (e *env) rawShellCmd(env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(e.shell, args...)
+	cmd.Env = pty.BuildEnv(os.Environ(), pty.Spec{Shell: e.shell, Env: env, UsePty: true, Cols: 80, Rows: 24})
+	return cmd
+}
+
+// rawOpen times cmd from its start under a pty to its first byte of output, then
+// ends it.
+func (e *env) rawOpen(cmd *exec.Cmd) (time.Duration, error) {
+	start := time.Now()
+	p, err := startRawCmd(true, cmd)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { p.kill(); _ = p.close() }()
+	buf := make([]byte, 4096)
+	if _, err := p.read(buf); err != nil {
+		return 0, fmt.Errorf("raw: no output: %w", err)
+	}
+	return time.Since(start), nil
+}
+
+// pipelined is a bare WebSocket that sends createTerminal and subscribe back to back.
+type pipelined struct {
+	e   *env
+	ws  *websocket.Conn
+	id  int
+	buf bytes.Buffer
+}
+
+func (e *env) dialPipelined(ctx context.Context) (*pipelined, error) {
+	wctx, cancel := e.waitCtx(ctx)
+	defer cancel()
+	s, err := dialStream(wctx, e.target, "bench-open-pipelined-"+e.run, "")
+	if err != nil {
+		return nil, err
+	}
+	return &pipelined{e: e, ws: s.ws, id: 100}, nil
+}
+
+func (p *pipelined) close() { _ = p.ws.Close(websocket.StatusNormalClosure, "") }
+
+func (p *pipelined) send(ctx context.Context, method string, params any) (string, error) {
+	p.id++
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": p.id, "method": method, "params": params})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprint(p.id), p.ws.Write(ctx, websocket.MessageText, b)
+}
+
+// open times createTerminal, with subscribe sent right behind it, until the shell's
+// first output is seen, then disposes the terminal.
+func (p *pipelined) open(ctx context.Context, uri, command string, args []string) (time.Duration, error) {
+	wctx, cancel := p.e.waitCtx(ctx)
+	defer cancel()
+	params := map[string]any{"channel": uri, "claim": map[string]any{"kind": "client", "clientId": "bench-open-pipelined-" + p.e.run}}
+	if command != "" {
+		params["_meta"] = map[string]any{"x-termhost": map[string]any{"command": command, "args": args}}
+	}
+	start := time.Now()
+	createID, err := p.send(wctx, "createTerminal", params)
+	if err != nil {
+		return 0, err
+	}
+	subID, err := p.send(wctx, "subscribe", map[string]any{"channel": uri})
+	if err != nil {
+		return 0, err
+	}
+	actionPrefix := bytes.TrimSuffix(messages.DataFramePrefix(uri), []byte(`,"action":{"type":"terminal/data","data":"`))
+	var took time.Duration
+	created := false
+	for took == 0 || !created {
+		_, rd, err := p.ws.Reader(wctx)
+		if err != nil {
+			return 0, err
+		}
+		p.buf.Reset()
+		if _, err := p.buf.ReadFrom(rd); err != nil {
+			return 0, err
+		}
+		f := p.buf.Bytes()
+		// Any action on the channel after the snapshot comes from the shell's output:
+		// a shell with the integration begins with marks (terminal/commandDetection-
+		// Available, terminal/cwdChanged), which the raw side reads as its first bytes.
+		if bytes.HasPrefix(f, actionPrefix) {
+			if took == 0 && !bytes.Contains(f, []byte(`"rejectionReason"`)) {
+				took = time.Since(start)
+			}
+			continue
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Error  *messages.Error `json:"error"`
+			Result *struct {
+				Snapshot *struct {
+					State messages.TerminalState `json:"state"`
+				} `json:"snapshot"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(f, &m) != nil {
+			continue
+		}
+		if m.ID == nil {
+			continue // an action on another channel
+		}
+		switch string(m.ID) {
+		case createID:
+			if m.Error != nil {
+				return 0, fmt.Errorf("createTerminal %s: %w", uri, m.Error)
+			}
+			created = true
+		case subID:
+			if m.Error != nil {
+				return 0, fmt.Errorf("subscribe %s: %w", uri, m.Error)
+			}
+			if m.Result != nil && m.Result.Snapshot != nil && shellSpoke(&m.Result.Snapshot.State) && took == 0 {
+				took = time.Since(start)
+			}
+		}
+	}
+	if _, err := p.send(wctx, "disposeTerminal", map[string]any{"channel": uri}); err != nil {
+		return 0, err
+	}
+	p.e.waitChildrenGone()
+	return took, nil
+}
+
+// waitChildrenGone waits, up to 300 ms, until the host has no more child processes
+// than the open scenario found when it began: a dispose is answered before its shell
+// is ended and reaped, and an open timed meanwhile would share the CPUs with that. A
+// shell that does not end on SIGHUP (one disposed before it set up its signals) waits
+// asleep for its SIGKILL, which costs nothing, so the wait is bounded. Polled: no
+// event says a process was reaped.
+func (e *env) waitChildrenGone() {
+	if e.pid == 0 || e.cfg.InProcess {
+		return
+	}
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if kids, ok := procstat.Children(e.pid); !ok || len(kids) <= e.baseChildren {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
