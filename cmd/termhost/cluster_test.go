@@ -450,6 +450,19 @@ func runCluster(t *testing.T, provider func(slot int) []string) {
 	for _, r := range []*client.Conn{rootA, rootB, rootC} {
 		waitList(t, ctx, r, "every node's terminal on every node's list", hasRows(three))
 	}
+	// `termhost ls` against one node shows every node's terminals and where each runs.
+	ls := runBin(t, bin, "", "ls", "--url", "ws://"+a.ws+"/", "--token", a.token)
+	if ls.code != 0 || !strings.Contains(ls.stdout, "NODE") {
+		t.Fatalf("ls on node a: exit %d, no NODE column:\n%s%s", ls.code, ls.stdout, ls.stderr)
+	}
+	for uri, node := range three {
+		if !slices.ContainsFunc(strings.Split(ls.stdout, "\n"), func(line string) bool {
+			f := strings.Fields(line)
+			return slices.Contains(f, uri) && f[len(f)-1] == node
+		}) {
+			t.Fatalf("ls on node a: no row of %s ending in its node %s:\n%s", uri, node, ls.stdout)
+		}
+	}
 
 	// A client of node a opens a terminal on node b and drives it from there, while a
 	// client of node b watches it directly.

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/internal/client"
 	"github.com/termhost/termhost/messages"
 )
@@ -27,7 +29,8 @@ type lsRow struct {
 	Index    int            `json:"index"` // #N, as attach and kill take it
 	URI      string         `json:"uri"`
 	Title    string         `json:"title"`
-	Cwd      string         `json:"cwd,omitempty"` // a path on the host's machine
+	Cwd      string         `json:"cwd,omitempty"`  // a path on the host's machine
+	Node     string         `json:"node,omitempty"` // the cluster node it runs on
 	Claim    messages.Claim `json:"claim"`
 	Status   string         `json:"status"` // running or exited
 	ExitCode *int           `json:"exitCode,omitempty"`
@@ -122,6 +125,7 @@ func details(ctx context.Context, conn *client.Conn, list []messages.TerminalInf
 	var first error
 	for i, t := range list {
 		r := lsRow{Index: i + 1, URI: t.Resource, Title: t.Title, Claim: t.Claim, Status: messages.StatusRunning}
+		r.Node, _ = t.Meta[root.NodeMeta].(string)
 		if e := exitFromState(&messages.TerminalState{Lifecycle: t.Lifecycle, ExitCode: t.ExitCode, Meta: t.Meta}); e != nil {
 			r.Status, r.ExitCode, r.Signal = messages.StatusExited, e.code, e.signal
 		}
@@ -164,10 +168,20 @@ func printRows(w io.Writer, rows []lsRow, asJSON bool) error {
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
+	// A cluster's rows name their node; a single host's table stays as it was.
+	clustered := slices.ContainsFunc(rows, func(r lsRow) bool { return r.Node != "" })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tURI\tTITLE\tCWD\tCLAIM\tSTATUS\tSIZE")
+	header := "#\tURI\tTITLE\tCWD\tCLAIM\tSTATUS\tSIZE"
+	if clustered {
+		header += "\tNODE"
+	}
+	fmt.Fprintln(tw, header)
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Index, r.URI, clip(r.Title, 32), orDash(r.Cwd), claimText(r.Claim), r.statusText(), r.sizeText())
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s", r.Index, r.URI, clip(r.Title, 32), orDash(r.Cwd), claimText(r.Claim), r.statusText(), r.sizeText())
+		if clustered {
+			fmt.Fprintf(tw, "\t%s", orDash(r.Node))
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
