@@ -463,6 +463,13 @@ func runCluster(t *testing.T, provider func(slot int) []string) {
 			t.Fatalf("ls on node a: no row of %s ending in its node %s:\n%s", uri, node, ls.stdout)
 		}
 	}
+	// `termhost run --node` from node a runs a command on node b and shows its output.
+	if r := runBin(t, bin, "", "run", "--url", "ws://"+a.ws+"/", "--token", a.token, "--node", "b", "--", "echo", "ran-on-b"); r.code != 0 || !strings.Contains(r.stdout, "ran-on-b") {
+		t.Fatalf("run --node b from node a: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runBin(t, bin, "", "new", "--url", "ws://"+a.ws+"/", "--token", a.token, "--node", "nowhere"); r.code == 0 || !strings.Contains(r.stderr, `no node "nowhere"`) {
+		t.Fatalf("new --node nowhere: exit %d, want a refusal naming the node:\n%s%s", r.code, r.stdout, r.stderr)
+	}
 
 	// A client of node a opens a terminal on node b and drives it from there, while a
 	// client of node b watches it directly.

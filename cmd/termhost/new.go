@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/internal/client"
 	"github.com/termhost/termhost/messages"
 )
@@ -31,6 +32,7 @@ func newCmd(args []string, stdout, stderr io.Writer) error {
 	cwd := fs.String("cwd", "", "the folder it starts in (a relative one is taken from this folder)")
 	pipes := fs.Bool("pipes", false, "not supported: the host decides pseudoterminal or pipes for all its terminals")
 	attachToo := fs.Bool("attach", false, "attach to it once it is made")
+	node := fs.String("node", "", "on a cluster: the node it runs on (default: the least loaded)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -54,7 +56,7 @@ func newCmd(args []string, stdout, stderr io.Writer) error {
 	if *name != "" {
 		uri = terminalURI(*name)
 	}
-	if err := createTerminal(cctx, h, conn, clientID, uri, *name, *cwd, fs.Args(), stdout); err != nil {
+	if err := createTerminal(cctx, h, conn, clientID, uri, *name, *cwd, *node, fs.Args(), stdout); err != nil {
 		_ = conn.WS().CloseNow()
 		var rpc *messages.Error
 		if *name != "" && errors.As(err, &rpc) && rpc.Code == messages.CodeAlreadyExists {
@@ -72,8 +74,9 @@ func newCmd(args []string, stdout, stderr io.Writer) error {
 
 // createTerminal asks the host for a terminal at uri, claimed by this client, sized
 // as the terminal out is when it is one. A command goes in termhost's x-termhost
-// extension as a program and its arguments: the host quotes them for its shell.
-func createTerminal(ctx context.Context, h *host, conn *client.Conn, clientID, uri, name, cwd string, argv []string, out io.Writer) error {
+// extension as a program and its arguments: the host quotes them for its shell. A
+// node, on a cluster, goes in _meta.node.
+func createTerminal(ctx context.Context, h *host, conn *client.Conn, clientID, uri, name, cwd, node string, argv []string, out io.Writer) error {
 	p := map[string]any{
 		"channel": uri,
 		"claim":   map[string]any{"kind": messages.ClaimClient, "clientId": clientID},
@@ -93,8 +96,15 @@ func createTerminal(ctx context.Context, h *host, conn *client.Conn, clientID, u
 			p["cols"], p["rows"] = cols, rows
 		}
 	}
+	meta := map[string]any{}
 	if len(argv) > 0 {
-		p["_meta"] = map[string]any{"x-termhost": map[string]any{"command": argv[0], "args": append([]string{}, argv[1:]...)}}
+		meta["x-termhost"] = map[string]any{"command": argv[0], "args": append([]string{}, argv[1:]...)}
+	}
+	if node != "" {
+		meta[root.NodeMeta] = node
+	}
+	if len(meta) > 0 {
+		p["_meta"] = meta
 	}
 	_, err := conn.Request(ctx, "createTerminal", p)
 	var rpc *messages.Error

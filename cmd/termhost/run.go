@@ -31,6 +31,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	hf := addHostFlags(fs)
 	cwd := fs.String("cwd", "", "the folder the command runs in (a relative one is taken from this folder)")
+	node := fs.String("node", "", "on a cluster: the node the command runs on (default: the least loaded)")
 	pipes := fs.Bool("pipes", false, "not supported: the host decides pseudoterminal or pipes for all its terminals")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
@@ -65,7 +66,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	uri := "ahp-terminal:/run-" + randomHex(4)
-	if err := createTerminal(cctx, h, conn, clientID, uri, titleOf(argv), *cwd, argv, stdout); err != nil {
+	if err := createTerminal(cctx, h, conn, clientID, uri, titleOf(argv), *cwd, *node, argv, stdout); err != nil {
 		_ = conn.WS().CloseNow()
 		return err
 	}
