@@ -192,7 +192,7 @@ func New(cfg Config) (*Server, error) {
 	// (the home folder as defaultDirectory) is what the host uses.
 	cfg.Root = cfg.Root.WithDefaults()
 	// protoactor's own logs are about its internals: warnings and up only.
-	quiet := slog.New(levelFloor{cfg.Logger.Handler(), slog.LevelWarn}).With("lib", "protoactor")
+	quiet := slog.New(newOnceAWhile(levelFloor{cfg.Logger.Handler(), slog.LevelWarn}, repeatWindow)).With("lib", "protoactor")
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	if cfg.ReplayEntries <= 0 {
 		cfg.ReplayEntries = 8192
