@@ -43,6 +43,8 @@ type node struct {
 	// hello, by address.
 	members map[string]bool
 	peers   map[string]*peer
+	// warned are the members already named in the log as not answering.
+	warned map[string]bool
 
 	// Caller side: which peer owns each remote terminal, and the proxies standing in
 	// for those somebody here uses.
@@ -94,7 +96,7 @@ type (
 type nodeLost struct{}
 
 func newNode(m *Member, journal *delivery.Journal, rootPID *actor.PID) *node {
-	return &node{m: m, journal: journal, root: rootPID, members: map[string]bool{}, peers: map[string]*peer{},
+	return &node{m: m, journal: journal, root: rootPID, members: map[string]bool{}, peers: map[string]*peer{}, warned: map[string]bool{},
 		owner: map[string]string{}, proxies: map[string]*actor.PID{}, subs: map[string]*remoteSub{}, terminals: map[string]*actor.PID{}, viaRoot: map[string]bool{}, afterRow: map[string][]func(){}}
 }
 
@@ -122,8 +124,16 @@ func (n *node) Receive(ctx actor.Context) {
 			ctx.Send(p.pid, &loadReport{Addr: n.m.addr, Instance: n.m.instance, Load: n.load})
 		}
 	case *unanswered:
+		// A member the provider lists that has not answered is greeted again, for as
+		// long as it stays listed: a hello can be lost (a first connection between
+		// two nodes that fails), and nothing else would ever introduce the two. The
+		// log says so once.
 		if n.members[msg.addr] && n.peers[msg.addr] == nil {
-			n.m.opts.Logger.Warn("a member of the cluster did not answer this node's hello; it may not hold the cluster's secret", "addr", msg.addr)
+			if !n.warned[msg.addr] {
+				n.warned[msg.addr] = true
+				n.m.opts.Logger.Warn("a member of the cluster did not answer this node's hello; it may not hold the cluster's secret", "addr", msg.addr)
+			}
+			n.greet(ctx, msg.addr, false)
 		}
 	case *hello:
 		n.hello(ctx, msg)
@@ -249,6 +259,7 @@ func (n *node) tick(ctx actor.Context) {
 // hello takes a node in. Its calls reached this one through the cluster's secret, so
 // it is one of ours; a new instance at a known address means the old one died.
 func (n *node) hello(ctx actor.Context, h *hello) {
+	delete(n.warned, h.Addr)
 	p := n.peers[h.Addr]
 	fresh := p == nil || p.instance != h.Instance
 	if p != nil && fresh {
@@ -261,8 +272,14 @@ func (n *node) hello(ctx actor.Context, h *hello) {
 	}
 	p.name, p.rows, p.chats, p.load, p.placed = h.Name, h.Rows, h.Chats, h.Load, 0
 	n.publish(ctx, p)
-	if fresh && !h.Reply {
+	switch {
+	case fresh && !h.Reply:
 		n.greet(ctx, h.Addr, true)
+	case fresh:
+		// The answer to this node's own hello. What this node lists may have changed
+		// since that hello went out, while the peer was not yet known here to be told
+		// (a restarted node restores its sessions' chats just then): tell it now.
+		ctx.Send(p.pid, &rows{Addr: n.m.addr, Instance: n.m.instance, Rows: n.local, Chats: n.chats, Load: n.load})
 	}
 }
 
