@@ -194,11 +194,25 @@ func (e *env) rawOpen(cmd *exec.Cmd) (time.Duration, error) {
 		return 0, err
 	}
 	defer func() { p.kill(); _ = p.close() }()
-	buf := make([]byte, 4096)
-	if _, err := p.read(buf); err != nil {
-		return 0, fmt.Errorf("raw: no output: %w", err)
+	// The read is bounded by the bench's wait: a shell that never prints is an error
+	// of this run, not a run that never ends (the kill and close end the read).
+	first := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		_, err := p.read(buf)
+		first <- err
+	}()
+	wait := time.NewTimer(e.cfg.WaitTimeout)
+	defer wait.Stop()
+	select {
+	case err := <-first:
+		if err != nil {
+			return 0, fmt.Errorf("raw: no output: %w", err)
+		}
+		return time.Since(start), nil
+	case <-wait.C:
+		return 0, fmt.Errorf("raw: %s printed nothing within %s", strings.Join(cmd.Args, " "), e.cfg.WaitTimeout)
 	}
-	return time.Since(start), nil
 }
 
 // pipelined is a bare WebSocket that sends createTerminal and subscribe back to back.
