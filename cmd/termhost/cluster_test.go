@@ -401,14 +401,15 @@ func startEtcd(t *testing.T) string {
 }
 
 func TestClusterWithEtcd(t *testing.T) {
-	// The two providers' runs wait on the network mostly, so they share the time.
-	t.Parallel()
+	// Not parallel: a cluster test's nodes run with nothing else of this package
+	// beside them. Run beside each other, a node that joined sometimes never heard
+	// from the others nor they from it (cause not found; see actors/cluster's greet).
 	endpoint := startEtcd(t)
 	runCluster(t, func(int) []string { return []string{"--etcd", endpoint} })
 }
 
 func TestClusterWithSeeds(t *testing.T) {
-	t.Parallel()
+	// Not parallel, as TestClusterWithEtcd.
 	// Every node's seed address is in every node's list, the late ones' included, as
 	// the automanaged provider polls only the addresses it is given.
 	ports := make([]int, 5)
@@ -760,7 +761,7 @@ func runBang(t *testing.T, ctx context.Context, c *client.Conn, sessionURI, text
 // TestClusterMutualTLS: nodes given certificates speak mutual TLS to one another; a
 // node with the secret but no certificate is never heard from.
 func TestClusterMutualTLS(t *testing.T) {
-	t.Parallel()
+	// Not parallel, as TestClusterWithEtcd.
 	bin := buildBinary(t)
 	files := writeClusterCerts(t, t.TempDir())
 	ports := []int{freePort(t), freePort(t), freePort(t)}
