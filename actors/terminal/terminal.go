@@ -100,19 +100,13 @@ func NewProps(cfg Config, m *Create, defaultShell string) *actor.Props {
 		t := &terminal{cfg: cfg, journal: cfg.Journal, create: m, configShell: defaultShell, uri: m.URI, subs: map[delivery.Subscriber]bool{}}
 		t.behavior.Become(t.starting)
 		return t
-	}, actor.WithSupervisor(childSupervisor()), actor.WithDispatcher(inline))
+	}, actor.WithSupervisor(childSupervisor()), actor.WithDispatcher(channel.Inline))
 }
 
-// inline runs a terminal's mailbox on the goroutine that finds it idle (the output
-// reader with a chunk, a connection's socket reader with a keystroke) instead of
-// waking a goroutine of its own for every message: each hand-off costs a keystroke
-// several microseconds on a small VM (issue 13). The mailbox is the same, so messages
-// are handled one at a time and in order: a chunk the reader sends while a keystroke
-// is being handled waits until its echo has gone out. Nothing in Receive blocks (the
-// pty write is the pump's non-blocking one; slow work goes to goroutines as
-// messages), so whoever runs it is held only as long as the handling takes. The shell
-// actor keeps a goroutine of its own: its start forks the process.
-var inline = actor.NewSynchronizedDispatcher(300)
+// A terminal runs on channel.Inline: a chunk the output reader sends while a
+// keystroke is being handled waits until its echo has gone out. Nothing in Receive
+// blocks (the pty write is the pump's non-blocking one; slow work goes to goroutines
+// as messages). The shell actor keeps a goroutine of its own: its start forks.
 
 // childSupervisor restarts a child that panicked, up to ten times a minute, then
 // stops it. A restarted shell actor keeps the process and a restarted claim actor

@@ -99,17 +99,12 @@ func NewProps(cfg Config) *actor.Props {
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &connection{cfg: cfg, subscribed: map[string]bool{}, subscribing: map[string]int{}, terminals: map[string]*actor.PID{}, viaHost: map[string]bool{}}
-	}, actor.WithDispatcher(inline))
+	}, actor.WithDispatcher(channel.Inline))
 }
 
-// inline runs a connection's mailbox on the goroutine that finds it idle, usually the
-// socket's reader, instead of waking a goroutine of its own for every frame: a
-// keystroke then goes from the reader to its terminal with no hand-off (issue 13).
-// The mailbox is the same, so frames are still handled one at a time, in order, and
-// a frame that comes while another goroutine runs the mailbox waits its turn there.
-// Nothing in Receive blocks (STYLE: "Nothing blocks inside Receive"), so whoever
-// runs it is never held longer than the handling takes.
-var inline = actor.NewSynchronizedDispatcher(300)
+// A connection runs on channel.Inline, usually on its socket's reader: a keystroke
+// goes from the reader to its terminal with no hand-off. Nothing in Receive blocks
+// (STYLE: "Nothing blocks inside Receive").
 
 func (c *connection) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
