@@ -37,7 +37,13 @@ func run(t *testing.T, usePty bool, names ...string) *Report {
 // runWith is run with the config changed by set first, when set is not nil.
 func runWith(t *testing.T, usePty bool, set func(*Config), names ...string) *Report {
 	t.Helper()
-	h, err := StartLocalHost(LocalHostOptions{UsePty: usePty, EmptyHome: true})
+	return runOnHost(t, LocalHostOptions{UsePty: usePty, EmptyHome: true}, set, names...)
+}
+
+// runOnHost is runWith against a host started with opts.
+func runOnHost(t *testing.T, opts LocalHostOptions, set func(*Config), names ...string) *Report {
+	t.Helper()
+	h, err := StartLocalHost(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

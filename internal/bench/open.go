@@ -55,8 +55,24 @@ func runOpen(ctx context.Context, e *env, r *Result) error {
 	if kids, ok := procstat.Children(e.pid); ok && e.pid != 0 {
 		e.baseChildren = len(kids)
 	}
-	plainCmd := pty.QuoteArgv(append([]string{e.shell}, openPlainArgv...))
+	// "Plain" is bash whatever the host's shell is (a host whose shell is dash would
+	// otherwise time dash refusing bash's flags).
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		r.note("no bash on this machine's PATH: there is no plain bash to open")
+		return nil
+	}
+	plainCmd := pty.QuoteArgv(append([]string{bash}, openPlainArgv...))
 	r.Params["plain"] = plainCmd
+	// The integrated terminal is the host's shell with its script; a shell the
+	// integration does not know (dash, say) has none, and its half is not timed.
+	_, integrated, err := integration.Inject(e.shell, nil, integration.InjectOptions{Nonce: integration.NewNonce()})
+	if err != nil {
+		return fmt.Errorf("integration for %s: %w", e.shell, err)
+	}
+	if !integrated {
+		r.note("the host's shell %s has no integration script, so only plain bash is timed; run the host with SHELL=bash for the integrated figures", e.shell)
+	}
 	k, err := e.dialCtl(ctx, "open")
 	if err != nil {
 		return err
@@ -69,43 +85,44 @@ func runOpen(ctx context.Context, e *env, r *Result) error {
 	defer pipe.close()
 	var hostPlain, rawPlain, hostInt, rawInt, rawDirect, pipePlain, pipeInt []time.Duration
 	for i := range rounds + 1 { // the first round warms both sides up and is not counted
-		hp, err := e.hostOpen(ctx, k, fmt.Sprintf("open-plain-%d", i), e.shell, openPlainArgv)
+		hp, err := e.hostOpen(ctx, k, fmt.Sprintf("open-plain-%d", i), bash, openPlainArgv)
 		if err != nil {
 			return fmt.Errorf("plain, round %d: %w", i, err)
 		}
-		rp, err := e.rawOpen(e.rawShellCmd(nil, "-c", "exec "+plainCmd))
+		rp, err := e.rawOpen(e.rawShellCmd(e.shell, nil, "-c", "exec "+plainCmd))
 		if err != nil {
 			return fmt.Errorf("raw plain, round %d: %w", i, err)
 		}
-		hi, err := e.hostOpen(ctx, k, fmt.Sprintf("open-integrated-%d", i), "", nil)
-		if err != nil {
-			return fmt.Errorf("integrated, round %d: %w", i, err)
-		}
-		inj, ok, err := integration.Inject(e.shell, nil, integration.InjectOptions{Nonce: integration.NewNonce()})
-		if err != nil || !ok {
-			return fmt.Errorf("raw integrated: no integration for %s (%v)", e.shell, err)
-		}
-		ri, err := e.rawOpen(e.rawShellCmd(inj.Env, inj.Args...))
-		if err != nil {
-			return fmt.Errorf("raw integrated, round %d: %w", i, err)
-		}
-		pp, err := pipe.open(ctx, e.uri(fmt.Sprintf("open-plain-pipelined-%d", i), 0), e.shell, openPlainArgv)
+		pp, err := pipe.open(ctx, e.uri(fmt.Sprintf("open-plain-pipelined-%d", i), 0), bash, openPlainArgv)
 		if err != nil {
 			return fmt.Errorf("plain, pipelined, round %d: %w", i, err)
 		}
-		pi, err := pipe.open(ctx, e.uri(fmt.Sprintf("open-integrated-pipelined-%d", i), 0), "", nil)
-		if err != nil {
-			return fmt.Errorf("integrated, pipelined, round %d: %w", i, err)
-		}
-		rd, err := e.rawOpen(e.rawShellCmd(nil, openPlainArgv...))
+		rd, err := e.rawOpen(e.rawShellCmd(bash, nil, openPlainArgv...))
 		if err != nil {
 			return fmt.Errorf("raw plain, round %d: %w", i, err)
 		}
+		var hi, ri, pi time.Duration
+		if integrated {
+			if hi, err = e.hostOpen(ctx, k, fmt.Sprintf("open-integrated-%d", i), "", nil); err != nil {
+				return fmt.Errorf("integrated, round %d: %w", i, err)
+			}
+			inj, _, err := integration.Inject(e.shell, nil, integration.InjectOptions{Nonce: integration.NewNonce()})
+			if err != nil {
+				return fmt.Errorf("raw integrated, round %d: %w", i, err)
+			}
+			if ri, err = e.rawOpen(e.rawShellCmd(e.shell, inj.Env, inj.Args...)); err != nil {
+				return fmt.Errorf("raw integrated, round %d: %w", i, err)
+			}
+			if pi, err = pipe.open(ctx, e.uri(fmt.Sprintf("open-integrated-pipelined-%d", i), 0), "", nil); err != nil {
+				return fmt.Errorf("integrated, pipelined, round %d: %w", i, err)
+			}
+		}
 		if i > 0 {
 			rawDirect = append(rawDirect, rd)
-			pipePlain, pipeInt = append(pipePlain, pp), append(pipeInt, pi)
-			hostPlain, rawPlain = append(hostPlain, hp), append(rawPlain, rp)
-			hostInt, rawInt = append(hostInt, hi), append(rawInt, ri)
+			pipePlain, hostPlain, rawPlain = append(pipePlain, pp), append(hostPlain, hp), append(rawPlain, rp)
+			if integrated {
+				pipeInt, hostInt, rawInt = append(pipeInt, pi), append(hostInt, hi), append(rawInt, ri)
+			}
 		}
 	}
 	add := func(name string, host, raw []time.Duration) {
@@ -118,13 +135,16 @@ func runOpen(ctx context.Context, e *env, r *Result) error {
 		r.add(Figure{Name: name + ", host − raw, median", Value: (hm - rm).Seconds(), Unit: UnitSeconds})
 	}
 	add("open, plain bash, pipelined", pipePlain, rawPlain)
-	add("open, with integration, pipelined", pipeInt, rawInt)
 	add("open, plain bash, answer then subscribe", hostPlain, rawPlain)
-	add("open, with integration, answer then subscribe", hostInt, rawInt)
 	// The plain terminal is a one-command terminal, so it starts through `SHELL -c
 	// exec …`: two starts of bash. The integration's cost is held against one.
 	direct := percentile(rawDirect, 0.5)
 	r.add(Figure{Name: "raw `bash --norc --noprofile -i`, median", Value: direct.Seconds(), Unit: UnitSeconds})
+	if !integrated {
+		return nil
+	}
+	add("open, with integration, pipelined", pipeInt, rawInt)
+	add("open, with integration, answer then subscribe", hostInt, rawInt)
 	r.add(Figure{Name: "the integration's cost, raw (integrated − bash --norc, medians)", Value: (percentile(rawInt, 0.5) - direct).Seconds(), Unit: UnitSeconds})
 	r.add(Figure{Name: "the integration's cost, host (integrated − raw bash --norc, medians)", Value: (percentile(hostInt, 0.5) - direct).Seconds(), Unit: UnitSeconds})
 	return nil
@@ -179,8 +199,8 @@ func shellSpoke(st *messages.TerminalState) bool {
 
 // rawShellCmd is the shell with args and the environment the host gives a terminal's
 // process (pty.BuildEnv: TERM, COLUMNS, LINES over this process's), plus env.
-func (e *env) rawShellCmd(env []string, args ...string) *exec.Cmd {
-	cmd := exec.Command(e.shell, args...)
+func (e *env) rawShellCmd(shell string, env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(shell, args...)
 	cmd.Env = pty.BuildEnv(os.Environ(), pty.Spec{Shell: e.shell, Env: env, UsePty: true, Cols: 80, Rows: 24})
 	return cmd
 }
