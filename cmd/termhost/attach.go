@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/termhost/termhost/internal/client"
+	"github.com/termhost/termhost/internal/follow"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -78,21 +79,21 @@ func attach(ctx context.Context, h *host, conn *client.Conn, clientID, uri strin
 		defer func() { _ = term.Restore(fd, old) }()
 		eol = "\r\n"
 	}
-	status := newStatusLine(stderr, eol)
-	f := &follower{host: h, clientID: clientID, uri: uri, out: stdout, status: status, patience: defaultPatience}
-	defer f.close()
-	if err := f.start(ctx, conn); err != nil {
+	status := follow.NewStatusLine(stderr, eol)
+	f := &follow.Follower{Host: h, ClientID: clientID, URI: uri, Out: stdout, Status: status, Patience: follow.DefaultPatience}
+	defer f.Close()
+	if err := f.Start(ctx, conn); err != nil {
 		_ = conn.WS().CloseNow()
 		return err
 	}
-	if f.exit != nil {
-		return ended(status, uri, f.exit)
+	if f.Exited() != nil {
+		return ended(status, uri, f.Exited())
 	}
 	mode := detachHelp
 	if readOnly {
 		mode = "read-only; " + detachHelp
 	}
-	status.line(fmt.Sprintf("attached to %s (%s)", uri, mode))
+	status.Line(fmt.Sprintf("attached to %s (%s)", uri, mode))
 
 	ctx, detach := context.WithCancel(ctx)
 	defer detach()
@@ -130,7 +131,7 @@ func attach(ctx context.Context, h *host, conn *client.Conn, clientID, uri strin
 					var whole []byte
 					whole, carry = completeUTF8(append(carry, send...))
 					if len(whole) > 0 {
-						f.input(string(whole))
+						f.Input(string(whole))
 					}
 				}
 			}
@@ -140,37 +141,30 @@ func attach(ctx context.Context, h *host, conn *client.Conn, clientID, uri strin
 		}
 	}()
 
-	exit, err := f.follow(ctx)
+	exit, err := f.Follow(ctx)
 	switch {
 	case exit != nil:
 		return ended(status, uri, exit)
 	case ctx.Err() != nil: // ctrl-\ d, or a signal
-		status.line(fmt.Sprintf("detached from %s; it goes on running (termhost attach %s)", uri, uri))
+		status.Line(fmt.Sprintf("detached from %s; it goes on running (termhost attach %s)", uri, uri))
 		return nil
 	}
 	return err
 }
 
 // ended says how the terminal ended and makes that the exit status.
-func ended(status *statusLine, uri string, exit *exitOf) error {
-	status.line(fmt.Sprintf("%s %s", uri, exit))
-	if code := exit.status(); code != 0 {
+func ended(status *follow.StatusLine, uri string, exit *follow.Exit) error {
+	status.Line(fmt.Sprintf("%s %s", uri, exit))
+	if code := exit.Status(); code != 0 {
 		return &exitStatus{code}
 	}
 	return nil
 }
 
-// close ends the follower's connection, if one is up.
-func (f *follower) close() {
-	if conn := f.current(); conn != nil {
-		closeConn(conn)
-	}
-}
-
-func sendSize(f *follower, fd int) {
+func sendSize(f *follow.Follower, fd int) {
 	cols, rows, err := term.GetSize(fd)
 	if err == nil && cols > 0 && rows > 0 {
-		f.resize(cols, rows)
+		f.Resize(cols, rows)
 	}
 }
 

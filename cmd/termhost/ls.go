@@ -21,6 +21,7 @@ import (
 
 	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/internal/client"
+	"github.com/termhost/termhost/internal/follow"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -100,7 +101,7 @@ func lsCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		if detailErr != nil && !*watch {
-			fmt.Fprintf(stderr, "termhost: the folder and size of a terminal are not shown: %v\n", h.explain(detailErr))
+			fmt.Fprintf(stderr, "termhost: the folder and size of a terminal are not shown: %v\n", h.Explain(detailErr))
 		}
 		if !*watch {
 			return nil
@@ -126,8 +127,8 @@ func details(ctx context.Context, conn *client.Conn, list []messages.TerminalInf
 	for i, t := range list {
 		r := lsRow{Index: i + 1, URI: t.Resource, Title: t.Title, Claim: t.Claim, Status: messages.StatusRunning}
 		r.Node, _ = t.Meta[root.NodeMeta].(string)
-		if e := exitFromState(&messages.TerminalState{Lifecycle: t.Lifecycle, ExitCode: t.ExitCode, Meta: t.Meta}); e != nil {
-			r.Status, r.ExitCode, r.Signal = messages.StatusExited, e.code, e.signal
+		if e := follow.ExitFromState(&messages.TerminalState{Lifecycle: t.Lifecycle, ExitCode: t.ExitCode, Meta: t.Meta}); e != nil {
+			r.Status, r.ExitCode, r.Signal = messages.StatusExited, e.Code, e.Signal
 		}
 		rctx, cancel := withTimeout(ctx)
 		snap, err := conn.Subscribe(rctx, t.Resource)

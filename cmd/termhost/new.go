@@ -111,7 +111,7 @@ func createTerminal(ctx context.Context, h *host, conn *client.Conn, clientID, u
 	if errors.As(err, &rpc) && rpc.Code == messages.CodeAlreadyExists {
 		return err
 	}
-	return h.explain(err)
+	return h.Explain(err)
 }
 
 // killCmd is `termhost kill URI|NAME|#N...`: each is disposed, its processes ended.
@@ -145,7 +145,7 @@ func killCmd(args []string, stdout, stderr io.Writer) error {
 		t, err := h.resolveTerminal(list, arg)
 		if err == nil {
 			_, err = conn.Request(ctx, "disposeTerminal", map[string]any{"channel": t.Resource})
-			err = h.explain(err)
+			err = h.Explain(err)
 		}
 		if err != nil {
 			if last != nil {

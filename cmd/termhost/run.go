@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/termhost/termhost/internal/follow"
 	"github.com/termhost/termhost/pty"
 )
 
@@ -70,26 +71,25 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		_ = conn.WS().CloseNow()
 		return err
 	}
-	f := &follower{host: h, clientID: clientID, uri: uri, out: stdout, status: newStatusLine(stderr, "\n"), patience: defaultPatience}
-	defer f.close()
+	f := &follow.Follower{Host: h, ClientID: clientID, URI: uri, Out: stdout, Status: follow.NewStatusLine(stderr, "\n"), Patience: follow.DefaultPatience}
+	defer f.Close()
 	defer func() {
 		// The command is over, or run was stopped: the terminal goes too.
 		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer dcancel()
-		_ = f.dispose(dctx)
+		_ = f.Dispose(dctx)
 	}()
-	if err := f.start(ctx, conn); err != nil {
-		f.setConn(conn)
+	if err := f.Start(ctx, conn); err != nil {
 		return err
 	}
 
-	if f.exit == nil {
-		go forwardStdin(f, os.Stdin, f.isPty)
+	if f.Exited() == nil {
+		go forwardStdin(f, os.Stdin, f.IsPty())
 		go func() {
 			for {
 				select {
 				case <-interrupts:
-					f.input("\x03")
+					f.Input("\x03")
 				case sig := <-stops:
 					stopped <- sig.(syscall.Signal)
 					cancel()
@@ -100,15 +100,15 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 			}
 		}()
 	}
-	exit, err := f.follow(ctx)
+	exit, err := f.Follow(ctx)
 	switch {
 	case exit != nil:
-		if exit.signal != "" {
-			fmt.Fprintf(stderr, "termhost: %s was killed by %s\n", argv[0], exit.signal)
-		} else if exit.code == nil || *exit.code < 0 {
+		if exit.Signal != "" {
+			fmt.Fprintf(stderr, "termhost: %s was killed by %s\n", argv[0], exit.Signal)
+		} else if exit.Code == nil || *exit.Code < 0 {
 			fmt.Fprintf(stderr, "termhost: %s %s\n", argv[0], exit)
 		}
-		if code := exit.status(); code != 0 {
+		if code := exit.Status(); code != 0 {
 			return &exitStatus{code}
 		}
 		return nil
@@ -125,7 +125,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 
 // forwardStdin sends what is read from in as the terminal's input, and at its end
 // what the end of input is on a pseudoterminal (see runCmd).
-func forwardStdin(f *follower, in io.Reader, isPty bool) {
+func forwardStdin(f *follow.Follower, in io.Reader, isPty bool) {
 	var carry []byte
 	lastByte := byte('\n')
 	buf := make([]byte, 32<<10)
@@ -135,7 +135,7 @@ func forwardStdin(f *follower, in io.Reader, isPty bool) {
 			var whole []byte
 			whole, carry = completeUTF8(append(carry, buf[:n]...))
 			if len(whole) > 0 {
-				f.input(string(whole))
+				f.Input(string(whole))
 				lastByte = whole[len(whole)-1]
 			}
 		}
@@ -144,16 +144,16 @@ func forwardStdin(f *follower, in io.Reader, isPty bool) {
 		}
 	}
 	if len(carry) > 0 {
-		f.input(string(carry))
+		f.Input(string(carry))
 		lastByte = carry[len(carry)-1]
 	}
 	if !isPty {
 		return
 	}
 	if lastByte == '\n' || lastByte == '\r' {
-		f.input("\x04")
+		f.Input("\x04")
 	} else {
-		f.input("\x04\x04")
+		f.Input("\x04\x04")
 	}
 }
 

@@ -135,16 +135,19 @@ func (f *hostFlags) host() (*host, error) {
 	return h, nil
 }
 
-// dial opens a connection, without a handshake, signed in with the token as a
+// URL is the host's address as given.
+func (h *host) URL() string { return h.url }
+
+// Dial opens a connection, without a handshake, signed in with the token as a
 // Bearer header (kept out of the URL, which proxies and logs may record).
-func (h *host) dial(ctx context.Context) (*client.Conn, error) {
+func (h *host) Dial(ctx context.Context) (*client.Conn, error) {
 	var opts *websocket.DialOptions
 	if h.token != "" {
 		opts = &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + h.token}}}
 	}
 	c, err := client.Dial(ctx, h.url, opts)
 	if err != nil {
-		return nil, h.explain(err)
+		return nil, h.Explain(err)
 	}
 	return c, nil
 }
@@ -152,14 +155,14 @@ func (h *host) dial(ctx context.Context) (*client.Conn, error) {
 // connect dials and initializes as clientID with the root channel subscribed, and
 // returns the root's list of terminals.
 func (h *host) connect(ctx context.Context, clientID string) (*client.Conn, []messages.TerminalInfo, error) {
-	c, err := h.dial(ctx)
+	c, err := h.Dial(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	res, err := c.Initialize(ctx, clientID, messages.RootURI)
 	if err != nil {
 		_ = c.WS().CloseNow()
-		return nil, nil, h.explain(err)
+		return nil, nil, h.Explain(err)
 	}
 	var list []messages.TerminalInfo
 	for _, s := range res.Snapshots {
@@ -178,9 +181,9 @@ func (h *host) connect(ctx context.Context, clientID string) (*client.Conn, []me
 	return c, list, nil
 }
 
-// explain turns what went wrong talking to the host into a sentence a person can act
+// Explain turns what went wrong talking to the host into a sentence a person can act
 // on; errors it does not know come back as they are.
-func (h *host) explain(err error) error {
+func (h *host) Explain(err error) error {
 	var up *client.UpgradeError
 	var rpc *messages.Error
 	switch {
@@ -209,8 +212,8 @@ func (h *host) tokenPhrase() string {
 	return "the token from " + h.tokenFrom
 }
 
-// notFound is the error for a terminal the host does not have.
-func (h *host) notFound(name string) error {
+// NotFound is the error for a terminal the host does not have.
+func (h *host) NotFound(name string) error {
 	return fmt.Errorf("no terminal %s on %s; `termhost ls` lists them", name, h.url)
 }
 
@@ -244,7 +247,7 @@ func (h *host) resolveTerminal(list []messages.TerminalInfo, arg string) (messag
 				return t, nil
 			}
 		}
-		return messages.TerminalInfo{}, h.notFound(arg)
+		return messages.TerminalInfo{}, h.NotFound(arg)
 	}
 	var found []messages.TerminalInfo
 	for _, t := range list {
@@ -254,7 +257,7 @@ func (h *host) resolveTerminal(list []messages.TerminalInfo, arg string) (messag
 	}
 	switch len(found) {
 	case 0:
-		return messages.TerminalInfo{}, h.notFound(arg)
+		return messages.TerminalInfo{}, h.NotFound(arg)
 	case 1:
 		return found[0], nil
 	}
@@ -281,58 +284,6 @@ func terminalName(uri string) string {
 
 // terminalURI is the URI `termhost new` gives a terminal named name.
 func terminalURI(name string) string { return "ahp-terminal:/" + url.PathEscape(name) }
-
-// exitOf is how a terminal ended: its code, when the host knows it, and the signal
-// that ended its process (termhost's _meta.signal on terminal/exited).
-type exitOf struct {
-	code   *int
-	signal string
-}
-
-func exitFromAction(a *messages.Action) *exitOf {
-	e := &exitOf{code: a.ExitCode}
-	if s, ok := a.Meta["signal"].(string); ok {
-		e.signal = s
-	}
-	return e
-}
-
-// exitFromState is the exit of a terminal whose state says it exited, else nil.
-func exitFromState(st *messages.TerminalState) *exitOf {
-	switch {
-	case st.Lifecycle != nil && st.Lifecycle.Status == messages.StatusExited:
-		e := &exitOf{code: st.Lifecycle.ExitCode}
-		if e.code == nil {
-			e.code = st.ExitCode
-		}
-		e.signal, _ = st.Meta["signal"].(string)
-		return e
-	case st.Lifecycle == nil && st.ExitCode != nil: // a host before AHP 0.9.0
-		return &exitOf{code: st.ExitCode}
-	}
-	return nil
-}
-
-// status is the process exit status the terminal's exit becomes: its code, 128+n for
-// a signal (the host reports it so), and 1 where the host could not read one.
-func (e *exitOf) status() int {
-	if e.code == nil || *e.code < 0 || *e.code > 255 {
-		return 1
-	}
-	return *e.code
-}
-
-func (e *exitOf) String() string {
-	switch {
-	case e.signal != "" && e.code != nil:
-		return fmt.Sprintf("was killed by %s (exit code %d)", e.signal, *e.code)
-	case e.signal != "":
-		return "was killed by " + e.signal
-	case e.code == nil || *e.code < 0:
-		return "exited; the host could not read its exit code"
-	}
-	return fmt.Sprintf("exited with code %d", *e.code)
-}
 
 // withTimeout is a request's context.
 func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -1,4 +1,8 @@
-package main
+// Package follow shows one terminal of a host the way `termhost attach` and `run`
+// do: its snapshot, then every terminal/data, across dropped connections (a
+// reconnect resumes where it left off, or catches up from the scrollback), with
+// termhost's own status lines set apart from the output, and the terminal's exit.
+package follow
 
 import (
 	"context"
@@ -15,7 +19,7 @@ import (
 	"github.com/termhost/termhost/messages"
 )
 
-// follower shows one terminal's output, the snapshot's content first and then every
+// Follower shows one terminal's output, the snapshot's content first and then every
 // terminal/data after it, across dropped connections: on a drop it opens a new one
 // and sends `reconnect` as its first request (PROTOCOL.md 2.4), so the host replays
 // what was missed; a host that no longer knows this client gets a fresh handshake and
@@ -23,14 +27,14 @@ import (
 // sent while no connection is up wait for the next one.
 //
 // follow runs on one goroutine; input and resize may be called from any.
-type follower struct {
-	host     *host
-	clientID string
-	uri      string
-	out      io.Writer // the terminal's output
-	status   *statusLine
-	// patience is how long to keep trying to reconnect before giving up.
-	patience time.Duration
+type Follower struct {
+	Host     Host
+	ClientID string
+	URI      string
+	Out      io.Writer // the terminal's output
+	Status   *StatusLine
+	// Patience is how long to keep trying to reconnect before giving up.
+	Patience time.Duration
 
 	mu        sync.Mutex // guards conn, clientSeq, queued, size and refused
 	conn      *client.Conn
@@ -44,7 +48,7 @@ type follower struct {
 	lastSeq uint64 // the last serverSeq of this terminal shown
 	tail    []byte // the end of what was shown, to find our place in a snapshot
 	isPty   bool
-	exit    *exitOf // set once terminal/exited was seen
+	exit    *Exit // set once terminal/exited was seen
 }
 
 const (
@@ -53,34 +57,63 @@ const (
 	tailKeep = 4096
 	// queuedMax bounds input held while disconnected; more is dropped, and said so.
 	queuedMax = 1 << 20
-	// defaultPatience is how long a follower tries to reconnect. The host remembers
+	// DefaultPatience is how long a Follower tries to reconnect. The host remembers
 	// a client for 10 minutes (README "Resuming"); past that it would only offer a
 	// snapshot anyway.
-	defaultPatience = 5 * time.Minute
+	DefaultPatience = 5 * time.Minute
+	// requestTimeout bounds one request's round trip.
+	requestTimeout = 30 * time.Second
 )
 
-// start subscribes on conn, an initialized connection, and shows the snapshot's
-// content. It reports the terminal's exit when it had already exited.
-func (f *follower) start(ctx context.Context, conn *client.Conn) error {
+// Host is the host a Follower follows a terminal on.
+type Host interface {
+	// URL is the host's address, as the person gave it.
+	URL() string
+	// Dial opens a connection, signed in, without a handshake.
+	Dial(ctx context.Context) (*client.Conn, error)
+	// Explain turns a failed request into what the person should read.
+	Explain(err error) error
+	// NotFound is the error for a terminal the host does not have.
+	NotFound(name string) error
+}
+
+func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, requestTimeout)
+}
+
+// Start subscribes on conn, an initialized connection, and shows the snapshot's
+// content; Exited then says whether the terminal had already exited. conn is the
+// Follower's from here on, even when Start fails, so Dispose and Close can use it.
+func (f *Follower) Start(ctx context.Context, conn *client.Conn) error {
 	rctx, cancel := withTimeout(ctx)
 	defer cancel()
-	snap, err := conn.Subscribe(rctx, f.uri)
+	snap, err := conn.Subscribe(rctx, f.URI)
 	if err != nil {
+		f.setConn(conn)
 		var rpc *messages.Error
 		if errors.As(err, &rpc) && rpc.Code == messages.CodeNotFound {
-			return f.host.notFound(f.uri)
+			return f.Host.NotFound(f.URI)
 		}
-		return f.host.explain(err)
+		return f.Host.Explain(err)
 	}
 	if err := f.catchUp(snap); err != nil {
+		f.setConn(conn)
 		return err
 	}
 	f.setConn(conn)
 	return nil
 }
 
+// Exited is the terminal's exit once Start or Follow saw it, else nil. Call it from
+// the goroutine that runs them.
+func (f *Follower) Exited() *Exit { return f.exit }
+
+// IsPty says whether the terminal runs under a pseudoterminal, as its snapshot said.
+// Call it from the goroutine that runs Start.
+func (f *Follower) IsPty() bool { return f.isPty }
+
 // catchUp shows a snapshot's content and carries on from its fromSeq.
-func (f *follower) catchUp(snap *client.RawSnapshot) error {
+func (f *Follower) catchUp(snap *client.RawSnapshot) error {
 	r, err := f.resumeFrom(snap)
 	if err != nil {
 		var permanent *permanentError
@@ -106,14 +139,14 @@ func unseen(tail []byte, text string) (string, bool) {
 	return text[i+len(tail):], true
 }
 
-func (f *follower) show(data string) error {
+func (f *Follower) show(data string) error {
 	if data == "" {
 		return nil
 	}
-	if _, err := io.WriteString(f.out, data); err != nil {
+	if _, err := io.WriteString(f.Out, data); err != nil {
 		return err
 	}
-	f.status.wrote(data)
+	f.Status.wrote(data)
 	f.tail = append(f.tail, data...)
 	if len(f.tail) > tailKeep {
 		f.tail = slices.Clone(f.tail[len(f.tail)-tailKeep:])
@@ -123,7 +156,7 @@ func (f *follower) show(data string) error {
 
 // follow shows the terminal's output until it exits (its exit, nil), ctx ends
 // (ctx's error) or the connection cannot be had back.
-func (f *follower) follow(ctx context.Context) (*exitOf, error) {
+func (f *Follower) Follow(ctx context.Context) (*Exit, error) {
 	conn := f.current()
 	for f.exit == nil {
 		select {
@@ -151,19 +184,19 @@ func (f *follower) follow(ctx context.Context) (*exitOf, error) {
 }
 
 // handle applies one envelope of the terminal: output is shown, the exit kept.
-func (f *follower) handle(env *client.Envelope) error {
-	if env.Channel != f.uri || env.ServerSeq <= f.lastSeq {
+func (f *Follower) handle(env *client.Envelope) error {
+	if env.Channel != f.URI || env.ServerSeq <= f.lastSeq {
 		return nil // another channel, or already shown (a replay overlapping the live stream)
 	}
 	f.lastSeq = env.ServerSeq
 	if env.RejectionReason != "" {
-		if env.Type == messages.TerminalInput && env.Origin != nil && env.Origin.ClientID == f.clientID {
+		if env.Type == messages.TerminalInput && env.Origin != nil && env.Origin.ClientID == f.ClientID {
 			f.mu.Lock()
 			first := !f.refused
 			f.refused = true
 			f.mu.Unlock()
 			if first {
-				f.status.line("input refused: " + env.RejectionReason)
+				f.Status.Line("input refused: " + env.RejectionReason)
 			}
 		}
 		return nil
@@ -184,12 +217,12 @@ func (f *follower) handle(env *client.Envelope) error {
 		if err != nil {
 			a = &messages.Action{}
 		}
-		f.exit = exitFromAction(a)
+		f.exit = ExitFromAction(a)
 	}
 	return nil
 }
 
-func (f *follower) current() *client.Conn {
+func (f *Follower) current() *client.Conn {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.conn
@@ -197,7 +230,7 @@ func (f *follower) current() *client.Conn {
 
 // setConn makes conn the one input goes to, and sends it what waited for it: the
 // size asked for, then the input typed meanwhile.
-func (f *follower) setConn(conn *client.Conn) {
+func (f *Follower) setConn(conn *client.Conn) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.conn = conn
@@ -212,13 +245,13 @@ func (f *follower) setConn(conn *client.Conn) {
 }
 
 // input sends data as terminal/input, or keeps it for the next connection.
-func (f *follower) input(data string) {
+func (f *Follower) Input(data string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.inputLocked(data)
 }
 
-func (f *follower) inputLocked(data string) {
+func (f *Follower) inputLocked(data string) {
 	if !f.sendLocked(map[string]any{"type": messages.TerminalInput, "data": data}) {
 		if f.queuedLen+len(data) > queuedMax {
 			return
@@ -229,7 +262,7 @@ func (f *follower) inputLocked(data string) {
 }
 
 // resize sends terminal/resized now, and again on every new connection.
-func (f *follower) resize(cols, rows int) {
+func (f *Follower) Resize(cols, rows int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.size = []int{cols, rows}
@@ -238,7 +271,7 @@ func (f *follower) resize(cols, rows int) {
 
 // sendLocked dispatches an action on the current connection and reports whether it
 // went. A write that failed is a connection going: follow sees it end and reconnects.
-func (f *follower) sendLocked(action map[string]any) bool {
+func (f *Follower) sendLocked(action map[string]any) bool {
 	if f.conn == nil {
 		return false
 	}
@@ -250,42 +283,42 @@ func (f *follower) sendLocked(action map[string]any) bool {
 	f.clientSeq++
 	ctx, cancel := withTimeout(context.Background())
 	defer cancel()
-	return f.conn.Dispatch(ctx, f.uri, f.clientSeq, action) == nil
+	return f.conn.Dispatch(ctx, f.URI, f.clientSeq, action) == nil
 }
 
 // reconnect gets a connection back after the one in use ended with cause, trying
 // with a growing pause until patience runs out. The status line says so, on one line
 // that ends before what was missed is shown.
-func (f *follower) reconnect(ctx context.Context, cause error) error {
+func (f *Follower) reconnect(ctx context.Context, cause error) error {
 	f.mu.Lock()
 	f.conn = nil
 	f.mu.Unlock()
-	f.status.begin(fmt.Sprintf("connection to %s lost; reconnecting…", f.host.url))
-	give := time.Now().Add(f.patience)
+	f.Status.begin(fmt.Sprintf("connection to %s lost; reconnecting…", f.Host.URL()))
+	give := time.Now().Add(f.Patience)
 	pause := 100 * time.Millisecond
 	for {
 		r, err := f.resume(ctx)
 		if err == nil {
-			f.status.end(r.how)
+			f.Status.end(r.how)
 			return r.apply()
 		}
 		var permanent *permanentError
 		if errors.As(err, &permanent) {
-			f.status.end("failed")
+			f.Status.end("failed")
 			return permanent.err
 		}
 		if ctx.Err() != nil {
-			f.status.end("stopped")
+			f.Status.end("stopped")
 			return ctx.Err()
 		}
 		if time.Now().After(give) {
-			f.status.end("gave up")
-			return fmt.Errorf("lost the connection to %s (%v) and could not get it back in %v: %w", f.host.url, cause, f.patience, err)
+			f.Status.end("gave up")
+			return fmt.Errorf("lost the connection to %s (%v) and could not get it back in %v: %w", f.Host.URL(), cause, f.Patience, err)
 		}
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():
-			f.status.end("stopped")
+			f.Status.end("stopped")
 			return ctx.Err()
 		}
 		pause = min(2*pause, 2*time.Second)
@@ -305,10 +338,10 @@ type resumed struct {
 }
 
 // resume opens a new connection and resumes on it.
-func (f *follower) resume(ctx context.Context) (*resumed, error) {
+func (f *Follower) resume(ctx context.Context) (*resumed, error) {
 	rctx, cancel := withTimeout(ctx)
 	defer cancel()
-	conn, err := f.host.dial(rctx)
+	conn, err := f.Host.Dial(rctx)
 	if err != nil {
 		var up *client.UpgradeError
 		if errors.As(err, &up) && (up.StatusCode == http.StatusUnauthorized || up.StatusCode == http.StatusForbidden) {
@@ -325,17 +358,17 @@ func (f *follower) resume(ctx context.Context) (*resumed, error) {
 	return r, nil
 }
 
-func (f *follower) resumeOn(ctx context.Context, conn *client.Conn) (*resumed, error) {
-	res, err := conn.Reconnect(ctx, f.clientID, f.lastSeq, f.uri)
+func (f *Follower) resumeOn(ctx context.Context, conn *client.Conn) (*resumed, error) {
+	res, err := conn.Reconnect(ctx, f.ClientID, f.lastSeq, f.URI)
 	var rpc *messages.Error
 	switch {
 	case errors.As(err, &rpc):
 		// The host does not remember this client (it restarted, or we were gone too
 		// long): a handshake of our own, and the snapshot.
-		if _, err := conn.Initialize(ctx, f.clientID); err != nil {
+		if _, err := conn.Initialize(ctx, f.ClientID); err != nil {
 			return nil, f.rpcPermanent(err)
 		}
-		snap, err := conn.Subscribe(ctx, f.uri)
+		snap, err := conn.Subscribe(ctx, f.URI)
 		if err != nil {
 			return nil, f.rpcPermanent(err)
 		}
@@ -343,8 +376,8 @@ func (f *follower) resumeOn(ctx context.Context, conn *client.Conn) (*resumed, e
 	case err != nil:
 		return nil, err
 	case res.Type == "replay":
-		if slices.Contains(res.Missing, f.uri) {
-			return nil, &permanentError{fmt.Errorf("the terminal %s is gone from %s (disposed, or no longer yours to read)", f.uri, f.host.url)}
+		if slices.Contains(res.Missing, f.URI) {
+			return nil, &permanentError{fmt.Errorf("the terminal %s is gone from %s (disposed, or no longer yours to read)", f.URI, f.Host.URL())}
 		}
 		return &resumed{how: "reconnected; nothing was missed", apply: func() error {
 			for _, env := range res.Actions {
@@ -356,15 +389,15 @@ func (f *follower) resumeOn(ctx context.Context, conn *client.Conn) (*resumed, e
 		}}, nil
 	}
 	for i := range res.Snapshots {
-		if res.Snapshots[i].Resource == f.uri {
+		if res.Snapshots[i].Resource == f.URI {
 			return f.resumeFrom(&res.Snapshots[i])
 		}
 	}
-	return nil, &permanentError{fmt.Errorf("the terminal %s is gone from %s", f.uri, f.host.url)}
+	return nil, &permanentError{fmt.Errorf("the terminal %s is gone from %s", f.URI, f.Host.URL())}
 }
 
 // resumeFrom carries on from a snapshot: what of its content was not shown yet.
-func (f *follower) resumeFrom(snap *client.RawSnapshot) (*resumed, error) {
+func (f *Follower) resumeFrom(snap *client.RawSnapshot) (*resumed, error) {
 	st, err := snap.TerminalState()
 	if err != nil {
 		return nil, &permanentError{fmt.Errorf("the terminal's state: %w", err)}
@@ -376,7 +409,7 @@ func (f *follower) resumeFrom(snap *client.RawSnapshot) (*resumed, error) {
 		}
 		f.lastSeq = snap.FromSeq
 		f.isPty = st.IsPty != nil && *st.IsPty
-		if e := exitFromState(st); e != nil {
+		if e := ExitFromState(st); e != nil {
 			f.exit = e
 		}
 		return nil
@@ -389,76 +422,38 @@ func (f *follower) resumeFrom(snap *client.RawSnapshot) (*resumed, error) {
 
 // rpcPermanent: a JSON-RPC error once a fresh handshake was tried is the host's
 // answer, not a network's hiccup.
-func (f *follower) rpcPermanent(err error) error {
+func (f *Follower) rpcPermanent(err error) error {
 	var rpc *messages.Error
 	if errors.As(err, &rpc) {
 		if rpc.Code == messages.CodeNotFound {
-			return &permanentError{fmt.Errorf("the terminal %s is gone from %s", f.uri, f.host.url)}
+			return &permanentError{fmt.Errorf("the terminal %s is gone from %s", f.URI, f.Host.URL())}
 		}
-		return &permanentError{f.host.explain(err)}
+		return &permanentError{f.Host.Explain(err)}
 	}
 	return err
 }
 
 // dispose disposes the terminal on the current connection, if one is up.
-func (f *follower) dispose(ctx context.Context) error {
+func (f *Follower) Dispose(ctx context.Context) error {
 	conn := f.current()
 	if conn == nil {
 		return errors.New("no connection to the host")
 	}
 	rctx, cancel := withTimeout(ctx)
 	defer cancel()
-	_, err := conn.Request(rctx, "disposeTerminal", map[string]any{"channel": f.uri})
-	return f.host.explain(err)
+	_, err := conn.Request(rctx, "disposeTerminal", map[string]any{"channel": f.URI})
+	return f.Host.Explain(err)
 }
 
-// statusLine writes termhost's own lines, set apart from the terminal's output: each
-// starts on a line of its own and is bracketed. A reconnect is one line, begun when
-// the connection is lost and ended when it is back.
-type statusLine struct {
-	mu    sync.Mutex
-	w     io.Writer
-	eol   string // "\r\n" while the terminal is raw
-	atBOL bool   // the output shown last ended a line
-}
-
-func newStatusLine(w io.Writer, eol string) *statusLine {
-	return &statusLine{w: w, eol: eol, atBOL: true}
-}
-
-// wrote notes output shown on the same screen.
-func (s *statusLine) wrote(data string) {
-	s.mu.Lock()
-	s.atBOL = data[len(data)-1] == '\n'
-	s.mu.Unlock()
-}
-
-func (s *statusLine) prefix() string {
-	if s.atBOL {
-		return ""
+// Close ends the current connection, if one is up; Follow then returns.
+func (f *Follower) Close() {
+	conn := f.current()
+	if conn == nil {
+		return
 	}
-	return s.eol
-}
-
-// line writes one whole status line.
-func (s *statusLine) line(msg string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fmt.Fprintf(s.w, "%s[termhost: %s]%s", s.prefix(), msg, s.eol)
-	s.atBOL = true
-}
-
-// begin starts a status line that end finishes.
-func (s *statusLine) begin(msg string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fmt.Fprintf(s.w, "%s[termhost: %s", s.prefix(), msg)
-	s.atBOL = false
-}
-
-func (s *statusLine) end(msg string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fmt.Fprintf(s.w, " %s]%s", msg, s.eol)
-	s.atBOL = true
+	go func() {
+		for range conn.Notifications { // so the close handshake is read
+		}
+	}()
+	_ = conn.Close()
 }
