@@ -10,7 +10,6 @@ import (
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/messages"
-	"github.com/termhost/termhost/server/ahp"
 )
 
 // remoteSub is, on the owner, the subscriber a remote proxy's subscription is: every
@@ -130,7 +129,7 @@ func (n *node) gatewayDispatch(ctx actor.Context, m *remoteDispatch) {
 	}
 	who := m.Who.principal()
 	sub := rejectSub{system: ctx.ActorSystem(), proxy: m.Proxy, key: m.Key}
-	if grant := ahp.ActionGrant(a.Type); grant != "" && !who.Can(grant) {
+	if grant := auth.ActionGrant(a.Type); grant != "" && !who.Can(grant) {
 		n.journal.Reject(sub, m.URI, m.Action, m.Origin, who.Refusal(grant))
 		return
 	}

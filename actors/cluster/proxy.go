@@ -8,8 +8,8 @@ import (
 
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
+	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/messages"
-	"github.com/termhost/termhost/server/ahp"
 )
 
 // proxy stands in, on the calling node, for one terminal another node owns. It holds
@@ -105,7 +105,7 @@ func (p *proxy) Receive(ctx actor.Context) {
 			p.keys[m.Sub], p.byKey[k] = k, m.Sub
 		}
 		ctx.Send(p.owner, &remoteDispatch{URI: p.uri, Action: m.Raw, Origin: m.Origin, By: m.By, Proxy: ctx.Self(), Key: k,
-			Who: carryFor(m.Principal, ahp.ActionGrant(m.Action.Type))})
+			Who: carryFor(m.Principal, auth.ActionGrant(m.Action.Type))})
 	case *nodeLost:
 		p.nodeLost(ctx)
 	case *actor.Stopping:

@@ -357,7 +357,7 @@ func (c *connection) readable(channels []string) []string {
 		if messages.CheckURI(ch) != nil {
 			continue
 		}
-		if ch == messages.RootURI || c.may(readGrant(ch)) {
+		if ch == messages.RootURI || c.may(auth.ReadGrant(ch)) {
 			out = append(out, ch)
 		}
 	}
@@ -469,7 +469,7 @@ func (c *connection) subscribe(ctx actor.Context, id json.RawMessage, raw json.R
 		c.fail(id, e)
 		return
 	}
-	if grant := readGrant(p.Channel); p.Channel != messages.RootURI && !c.may(grant) {
+	if grant := auth.ReadGrant(p.Channel); p.Channel != messages.RootURI && !c.may(grant) {
 		c.fail(id, c.refusal(grant))
 		return
 	}
@@ -736,28 +736,6 @@ type dispatchParams struct {
 	Action    json.RawMessage `json:"action"`
 }
 
-// actionGrant is the grant each client-dispatchable action needs.
-func actionGrant(actionType string) string {
-	switch actionType {
-	case messages.TerminalInput:
-		return auth.GrantTerminalInput
-	case messages.TerminalResized:
-		return auth.GrantTerminalResize
-	case messages.TerminalClaimed:
-		return auth.GrantTerminalClaim
-	case messages.TerminalTitleChanged:
-		return auth.GrantTerminalRename
-	case messages.TerminalCleared:
-		return auth.GrantTerminalClear
-	case messages.RootConfigChanged:
-		return auth.GrantConfigChange
-	}
-	if strings.HasPrefix(actionType, "chat/") || strings.HasPrefix(actionType, "session/") {
-		return auth.GrantChatSend
-	}
-	return ""
-}
-
 // recheck reads who this connection's sign-in is now and applies it to what the
 // connection already holds: one whose token was revoked, or that may no longer read a
 // channel it is subscribed to, is closed with a reason saying which.
@@ -774,7 +752,7 @@ func (c *connection) recheck() {
 		return
 	}
 	for ch := range c.subscribed {
-		if ch != messages.RootURI && !c.may(readGrant(ch)) {
+		if ch != messages.RootURI && !c.may(auth.ReadGrant(ch)) {
 			c.closeFor(delivery.ReasonRightsChanged)
 			return
 		}
@@ -786,15 +764,6 @@ func (c *connection) recheck() {
 func (c *connection) closeFor(reason delivery.CloseReason) {
 	c.closing = true
 	c.cfg.Close(reason)
-}
-
-// readGrant is the grant reading a channel needs: a session or chat is read by whoever
-// may take part in it, anything else is a terminal's output.
-func readGrant(channel string) string {
-	if strings.HasPrefix(channel, "ahp-session:") || strings.HasPrefix(channel, "ahp-chat:") {
-		return auth.GrantChatSend
-	}
-	return auth.GrantTerminalOutput
 }
 
 func (c *connection) notification(ctx actor.Context, method string, raw json.RawMessage) {
@@ -823,7 +792,7 @@ func (c *connection) notification(ctx actor.Context, method string, raw json.Raw
 			c.cfg.Journal.Reject(c.cfg.Outbox, p.Channel, validRaw(p.Action), origin, reason)
 			return
 		}
-		if grant := actionGrant(a.Type); grant != "" && !c.may(grant) {
+		if grant := auth.ActionGrant(a.Type); grant != "" && !c.may(grant) {
 			c.cfg.Journal.Reject(c.cfg.Outbox, p.Channel, p.Action, origin, c.cfg.Principal.Refusal(grant))
 			return
 		}
@@ -955,7 +924,7 @@ func (c *connection) askSession(ctx actor.Context, id json.RawMessage, m any) {
 func (c *connection) listSessions(ctx actor.Context, id json.RawMessage) {
 	// The list shows sessions' titles (a session of commands is titled by its first
 	// command), so it is read with the grant that reads a session.
-	if grant := readGrant("ahp-session:"); !c.may(grant) {
+	if grant := auth.ReadGrant("ahp-session:"); !c.may(grant) {
 		c.fail(id, c.refusal(grant))
 		return
 	}

@@ -47,7 +47,7 @@ func BenchmarkKeystrokeAdmit(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		p, ok := store.Authenticate(tok)
-		if !ok || !p.Can(actionGrant(messages.TerminalInput)) {
+		if !ok || !p.Can(auth.ActionGrant(messages.TerminalInput)) {
 			b.Fatal("refused")
 		}
 	}
