@@ -480,6 +480,41 @@ func TestFileBecomesCorrupt(t *testing.T) {
 	}
 }
 
+// TestFileEmptiedWhileWritten: a users file written in place is empty for a moment
+// (truncated, then written); that moment signs nobody out, and the contents written
+// after it are read.
+func TestFileEmptiedWhileWritten(t *testing.T) {
+	s, dir := openStore(t)
+	alice := mustAdd(t, s, "alice", RoleMember)
+	good, _ := os.ReadFile(filepath.Join(dir, "users.json"))
+
+	writeUsers(t, dir, "")
+	p, ok := s.Authenticate(alice)
+	if !ok || p.User != "alice" || p.Role != RoleMember {
+		t.Fatalf("an emptied users file signed alice out: %+v, %v", p, ok)
+	}
+	if err := s.ReloadError(); err == nil || !strings.Contains(err.Error(), "is empty") {
+		t.Errorf("ReloadError = %v, want it to say the file is empty", err)
+	}
+
+	// The write completes, with alice made a guest.
+	writeUsers(t, dir, strings.Replace(string(good), `"role": "member"`, `"role": "guest"`, 1))
+	if p := mustAuth(t, s, alice); p.Role != RoleGuest {
+		t.Errorf("after the write alice is %q, want guest", p.Role)
+	}
+	if err := s.ReloadError(); err != nil {
+		t.Errorf("ReloadError after the write: %v", err)
+	}
+
+	// Deleting the file is how every user goes.
+	if err := os.Remove(filepath.Join(dir, "users.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Authenticate(alice); ok {
+		t.Error("alice signed in after the users file was deleted")
+	}
+}
+
 func TestRefusal(t *testing.T) {
 	if got := Nobody().Refusal(GrantTerminalInput); got != "Sign in to use this host" {
 		t.Errorf("nobody refusal %q", got)

@@ -369,6 +369,15 @@ func (s *Store) loadLocked(force bool) error {
 		s.reloadErr = fmt.Errorf("auth: read %s: %w", s.path, err)
 		return s.reloadErr
 	}
+	// An empty file where a good one was read before is a file being written in
+	// place (an editor, or `>` in a shell, truncates first): taken at its word, it
+	// would sign everyone out for the moment the write takes. The last good contents
+	// stay until it holds something; deleting the file removes every user.
+	if s.stamp.exists && len(bytes.TrimSpace(b)) == 0 {
+		s.stamp = cur
+		s.reloadErr = fmt.Errorf("auth: users file %s is empty; the last good contents stay in use (delete it to remove every user)", s.path)
+		return s.reloadErr
+	}
 	st, err := parse(b)
 	s.stamp = cur
 	if err != nil {
