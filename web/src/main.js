@@ -254,7 +254,7 @@ function renderList() {
       title.textContent = t.title || t.resource;
       const meta = document.createElement('span');
       meta.className = 't-meta';
-      meta.textContent = [lifecycleText(t.lifecycle), claimText(t.claim)].filter(Boolean).join(' · ');
+      meta.textContent = [lifecycleText(t.lifecycle), claimText(t.claim), nodeText(t._meta)].filter(Boolean).join(' · ');
       b.title = t.resource;
       b.append(title, meta);
       b.addEventListener('click', () => openTerminal(t.resource));
@@ -275,6 +275,11 @@ function renderList() {
 function lifecycleText(lc) {
   if (!lc || lc.status !== 'exited') return 'running';
   return lc.exitCode === undefined ? 'exited' : `exited (${lc.exitCode})`;
+}
+
+// nodeText names the cluster node a terminal runs on; a single host's rows carry none.
+function nodeText(meta) {
+  return meta && typeof meta.node === 'string' && meta.node ? `on ${meta.node}` : '';
 }
 
 function claimText(claim) {
