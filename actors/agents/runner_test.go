@@ -17,6 +17,7 @@ import (
 	"github.com/termhost/termhost/actors/agents"
 	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/messages/toolterm"
 )
 
 // TestStreamsWhatTheAgentSaysInOrder: the agent's message chunks reach the session as
@@ -154,7 +155,7 @@ func TestRunOpensAHostTerminal(t *testing.T) {
 	}
 	block := content[0].(map[string]any)
 	uri, _ := block["resource"].(string)
-	chat, key, ok := session.ParseCommandTerminalURI(uri)
+	chat, key, ok := toolterm.Parse(uri)
 	if block["type"] != "terminal" || !ok || chat != h.chat || key != echo["toolCallId"] || block["title"] != "echo hi" {
 		t.Errorf("echo's terminal block %v: want the host terminal named after its tool call", block)
 	}

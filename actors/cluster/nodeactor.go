@@ -14,9 +14,9 @@ import (
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/root"
-	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/messages/toolterm"
 )
 
 // peer is another node, as this one knows it.
@@ -499,7 +499,7 @@ func (n *node) sendRows(ctx actor.Context) {
 // chatOwner is the peer holding the chat a command terminal's URI names, or nil: such
 // a terminal, retained after its command or live, is that node's.
 func (n *node) chatOwner(uri string) *peer {
-	chat, _, ok := session.ParseCommandTerminalURI(uri)
+	chat, _, ok := toolterm.Parse(uri)
 	if !ok {
 		return nil
 	}

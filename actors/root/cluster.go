@@ -7,9 +7,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/messages/toolterm"
 )
 
 // What the root does on a cluster node (Options.Node and Options.Cluster set; see
@@ -82,7 +82,7 @@ func (h *rootActor) placeInCluster(ctx actor.Context, m *terminal.Create) bool {
 
 // remoteChat reports whether uri is a command terminal of a chat another node holds.
 func (h *rootActor) remoteChat(uri string) bool {
-	chat, _, ok := session.ParseCommandTerminalURI(uri)
+	chat, _, ok := toolterm.Parse(uri)
 	if !ok || h.chats[chat] != nil {
 		return false
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/messages/toolterm"
 	"github.com/termhost/termhost/persistence"
 	"github.com/termhost/termhost/pty"
 )
@@ -594,7 +595,7 @@ func (h *rootActor) create(ctx actor.Context, m *terminal.Create) {
 		return
 	}
 	// A terminal a tool result names cannot be opened as a shell of a client's own.
-	if _, _, named := session.ParseCommandTerminalURI(m.URI); named && m.Watcher == nil {
+	if _, _, named := toolterm.Parse(m.URI); named && m.Watcher == nil {
 		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeSessionAlreadyExists, "%s names a command's terminal; it cannot be created", m.URI)})
 		return
 	}
@@ -761,7 +762,7 @@ func (h *rootActor) sessionOf(uri string) *actor.PID {
 	if pid := h.chats[uri]; pid != nil {
 		return pid
 	}
-	if chat, _, ok := session.ParseCommandTerminalURI(uri); ok {
+	if chat, _, ok := toolterm.Parse(uri); ok {
 		return h.chats[chat]
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/messages/toolterm"
 	"github.com/termhost/termhost/persistence"
 )
 
@@ -51,7 +52,7 @@ func (ts *Terminals) KeepOutput(session, chat, key, output string, isPty bool, e
 	if session == "" || chat == "" || key == "" {
 		return "", errors.New("a kept output needs its session, chat and key")
 	}
-	uri := commandTerminalURI(chat, key)
+	uri := toolterm.URI(chat, key)
 	kept := persistence.RetainedTerminal{URI: uri, Title: "Terminal", Output: output, ExitCode: exitCode, IsPty: isPty, Session: session, Chat: chat, ToolCallID: key}
 	if err := ts.store.SaveTerminal(session, chat, key, kept); err != nil {
 		return "", err
@@ -94,7 +95,7 @@ func (ts *Terminals) Open(ctx context.Context, spec OpenSpec) (*BackendTerminal,
 	if key == "" {
 		key = fmt.Sprintf("backend-%s-%d", ts.epoch, ts.keys.Add(1))
 	}
-	bt := &BackendTerminal{URI: commandTerminalURI(spec.Chat, key), ts: ts, spec: spec, key: key, exited: make(chan struct{})}
+	bt := &BackendTerminal{URI: toolterm.URI(spec.Chat, key), ts: ts, spec: spec, key: key, exited: make(chan struct{})}
 	bt.pid = ts.system.Root.Spawn(actor.PropsFromFunc(bt.receive))
 	var command string
 	var args []string

@@ -16,6 +16,7 @@ import (
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/integration"
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/messages/toolterm"
 	"github.com/termhost/termhost/persistence"
 	"github.com/termhost/termhost/pty"
 	"github.com/termhost/termhost/screen"
@@ -135,7 +136,7 @@ func (s *session) runCommand(ctx actor.Context, c *chat, turnID, text, command s
 	s.seq++
 	toolCallID := fmt.Sprintf("cmd-%d-%d", time.Now().UnixNano(), s.seq)
 	r := &commandRun{chat: c, turnID: turnID, toolCallID: toolCallID, command: command, text: text, started: time.Now(),
-		terminal: commandTerminalURI(c.uri, toolCallID), sentinel: strconv.FormatInt(time.Now().UnixNano(), 36), stopAlt: make(chan struct{})}
+		terminal: toolterm.URI(c.uri, toolCallID), sentinel: strconv.FormatInt(time.Now().UnixNano(), 36), stopAlt: make(chan struct{})}
 	c.runs[toolCallID] = r
 	c.shells = append(c.shells, r.terminal)
 	s.prepare(r)
@@ -260,7 +261,7 @@ func (r *commandRun) block() messages.TerminalContent {
 
 // terminalEvent reads a command's terminal as a client reads it.
 func (s *session) terminalEvent(ctx actor.Context, m *terminal.Event) {
-	chatURI, key, ok := ParseCommandTerminalURI(m.URI)
+	chatURI, key, ok := toolterm.Parse(m.URI)
 	if !ok {
 		return
 	}

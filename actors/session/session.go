@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/messages/toolterm"
 	"github.com/termhost/termhost/persistence"
 )
 
@@ -62,44 +61,6 @@ type SummaryQuery struct{}
 type ChatsOf struct {
 	Session string
 	Chats   []string
-}
-
-// Chat URIs and retained terminal names.
-
-// commandTerminalPrefix starts the URI of a terminal a `!` command opens: it is named
-// after its chat, with the tool call's id as its key, so a subscribe that no live
-// terminal answers can find what was kept (seed: "A terminal a tool result names").
-const commandTerminalPrefix = "ahp-terminal:/termhost-command/"
-
-// CommandTerminalURI names a terminal a tool of the chat opened, with its key: a
-// subscribe that no live terminal answers is answered from what was kept of it.
-func CommandTerminalURI(chat, key string) string { return commandTerminalURI(chat, key) }
-
-// AgentShellKeyPrefix starts the key of an agent tool's shell (actors/shells). No
-// tool call of the chat names such a shell, so what was kept of it is answered on
-// its own.
-const AgentShellKeyPrefix = "agent-"
-
-func commandTerminalURI(chat, key string) string {
-	return commandTerminalPrefix + url.PathEscape(chat) + "/" + url.PathEscape(key)
-}
-
-// ParseCommandTerminalURI returns the chat and key a command terminal's URI names.
-func ParseCommandTerminalURI(uri string) (chat, key string, ok bool) {
-	rest, found := strings.CutPrefix(uri, commandTerminalPrefix)
-	if !found {
-		return "", "", false
-	}
-	c, k, found := strings.Cut(rest, "/")
-	if !found {
-		return "", "", false
-	}
-	chat, err1 := url.PathUnescape(c)
-	key, err2 := url.PathUnescape(k)
-	if err1 != nil || err2 != nil || chat == "" || key == "" {
-		return "", "", false
-	}
-	return chat, key, true
 }
 
 // Turn endings, in the seed's (and VS Code's) words.
@@ -509,7 +470,7 @@ func (s *session) subscribe(ctx actor.Context, m *channel.Subscribe) {
 		return
 	}
 	// A terminal a tool call of one of our chats names: rebuilt from what was kept.
-	if chatURI, key, ok := ParseCommandTerminalURI(m.Channel); ok {
+	if chatURI, key, ok := toolterm.Parse(m.Channel); ok {
 		ctx.Respond(s.retained(chatURI, key, m.Channel))
 		return
 	}

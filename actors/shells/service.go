@@ -19,6 +19,7 @@ import (
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/integration"
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/messages/toolterm"
 	"github.com/termhost/termhost/persistence"
 	"github.com/termhost/termhost/pty"
 )
@@ -281,9 +282,9 @@ func refused(p auth.Principal, grant string) error {
 // shellKey is what a shell's output is kept under in its chat, and its URI names
 // it after its chat and that key, as a `!` command's terminal is named: a subscribe
 // once the shell is gone is answered from what was kept (session.retained).
-func shellKey(id string) string { return session.AgentShellKeyPrefix + id }
+func shellKey(id string) string { return toolterm.AgentShellKeyPrefix + id }
 
-func shellURI(chat, id string) string { return session.CommandTerminalURI(chat, shellKey(id)) }
+func shellURI(chat, id string) string { return toolterm.URI(chat, shellKey(id)) }
 
 // find resolves a shell id, or the chat's most recently used shell for "".
 func (s *service) find(chat, id string) (*shell, error) {

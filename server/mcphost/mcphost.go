@@ -22,6 +22,7 @@ import (
 	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/actors/shells"
 	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/messages/toolterm"
 )
 
 // Config is what the MCP endpoint is made with.
@@ -368,8 +369,8 @@ func (b *binding) principal() auth.Principal {
 // readResource answers a shell's resource with its screen and status.
 func (b *binding) readResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 	uri := req.Params.URI
-	_, key, ok := session.ParseCommandTerminalURI(uri)
-	id, agent := strings.CutPrefix(key, session.AgentShellKeyPrefix)
+	_, key, ok := toolterm.Parse(uri)
+	id, agent := strings.CutPrefix(key, toolterm.AgentShellKeyPrefix)
 	if !ok || !agent {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
