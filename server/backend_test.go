@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/termhost/termhost/actors/session"
+	"github.com/termhost/termhost/actors/backendterm"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -16,10 +16,10 @@ import (
 func TestBackendSeam(t *testing.T) {
 	h := startHost(t)
 	watcher := h.dial("watcher")
-	ts := session.NewTerminals(h.srv.System(), h.srv.RootPID(), h.kept)
+	ts := backendterm.NewTerminals(h.srv.System(), h.srv.RootPID(), h.kept)
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	spec := session.OpenSpec{Session: "ahp-session:/agent", Chat: "ahp-session:/agent/chat", TurnID: "turn-1", ToolCallID: "call-1",
+	spec := backendterm.OpenSpec{Session: "ahp-session:/agent", Chat: "ahp-session:/agent/chat", TurnID: "turn-1", ToolCallID: "call-1",
 		Cwd: t.TempDir(), Program: "printf", Args: []string{"%s|", "one two", "three"}}
 	bt, err := ts.Open(ctx, spec)
 	if err != nil {
@@ -44,7 +44,7 @@ func TestBackendSeam(t *testing.T) {
 	}
 
 	// A shell to sit in: write, resize, kill (the row stays), release (it goes).
-	sh, err := ts.Open(ctx, session.OpenSpec{Session: "ahp-session:/agent", Chat: "ahp-session:/agent/chat", ToolCallID: "call-2", Cwd: t.TempDir()})
+	sh, err := ts.Open(ctx, backendterm.OpenSpec{Session: "ahp-session:/agent", Chat: "ahp-session:/agent/chat", ToolCallID: "call-2", Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestBackendSeam(t *testing.T) {
 	}
 
 	// A missing folder is a start that fails: 127 with the reason in the output.
-	bad, err := ts.Open(ctx, session.OpenSpec{Session: "ahp-session:/agent", Chat: "ahp-session:/agent/chat", Cwd: "/no/such/dir", Program: "true"})
+	bad, err := ts.Open(ctx, backendterm.OpenSpec{Session: "ahp-session:/agent", Chat: "ahp-session:/agent/chat", Cwd: "/no/such/dir", Program: "true"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@
 //     permission request (session.AgentPermission) comes after the actions of the
 //     tool call it is about;
 //   - every command the agent runs through ACP's terminal/* methods is a host
-//     terminal (session.Terminals), listed on the root and claimed for the session,
+//     terminal (backendterm.Terminals), listed on the root and claimed for the session,
 //     its chat, turn and tool call; a tool call whose content names such a terminal
 //     names that terminal's URI;
 //   - the agent reads and writes files only below the session's working

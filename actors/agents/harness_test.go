@@ -19,6 +19,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/termhost/termhost/actors/agents"
+	"github.com/termhost/termhost/actors/backendterm"
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/root"
@@ -214,7 +215,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	var writes sync.WaitGroup
 	spec := session.AgentSpec{Session: "ahp-session:/agents-test", Agent: o.agent, AgentSessionID: o.agentSessionID,
 		WorkingDirectories: []string{messages.FileURI(dir)}, Root: rootPID,
-		Terminals: session.NewTerminals(system, rootPID, nil), Writes: &writes}
+		Terminals: backendterm.NewTerminals(system, rootPID, nil), Writes: &writes}
 	rec := &recorder{wake: make(chan struct{}, 1), decide: o.decide}
 	p := &parent{props: agents.NewProps(opts)(spec), rec: rec, runner: make(chan *actor.PID, 1)}
 	parentPID := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return p }))

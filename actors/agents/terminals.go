@@ -9,14 +9,14 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/termhost/termhost/actors/backendterm"
 	"github.com/termhost/termhost/actors/channel"
-	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/screen"
 )
 
 // The agent's terminals (ACP terminal/*): every command the agent runs is a host
-// terminal opened through the session's seam (session.Terminals), listed on the root
+// terminal opened through the session's seam (backendterm.Terminals), listed on the root
 // and claimed for the session, the chat, the turn and the tool call that ran it, so
 // anyone with the grants watches it, types into it or stops it. The agent knows it by
 // an id of the runner's (term-N).
@@ -28,7 +28,7 @@ const previewLimit = 10_000
 // agentTerminal is one terminal the agent opened.
 type agentTerminal struct {
 	id    string
-	bt    *session.BackendTerminal
+	bt    *backendterm.Terminal
 	title string // the command line
 	limit int    // outputByteLimit, 0 for none
 
@@ -90,11 +90,11 @@ func (c *client) CreateTerminal(ctx context.Context, p acp.CreateTerminalRequest
 		cwd = *p.Cwd
 	}
 	if len(p.Env) > 0 {
-		// session.OpenSpec has no environment: the command gets the host
+		// backendterm.OpenSpec has no environment: the command gets the host
 		// terminal's.
 		c.log.Debug("terminal/create's env is not supported; the command runs with the host terminal's", "vars", len(p.Env))
 	}
-	bt, err := c.spec.Terminals.Open(ctx, session.OpenSpec{Session: c.spec.Session, Chat: chat, TurnID: turnID, ToolCallID: toolCallID,
+	bt, err := c.spec.Terminals.Open(ctx, backendterm.OpenSpec{Session: c.spec.Session, Chat: chat, TurnID: turnID, ToolCallID: toolCallID,
 		Cwd: cwd, Program: p.Command, Args: p.Args})
 	if err != nil {
 		return acp.CreateTerminalResponse{}, requestError("the host could not open a terminal for %s: %v", p.Command, err)

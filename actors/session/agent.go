@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/termhost/termhost/actors/backendterm"
 )
 
 // The contract between a session and the agent that runs behind it (an ACP agent
@@ -30,7 +31,7 @@ type AgentSpec struct {
 	Root *actor.PID
 	// Terminals is the host's backend-terminal seam, over which the agent's
 	// terminal/* requests are served (every command the agent runs is a host terminal).
-	Terminals *Terminals
+	Terminals *backendterm.Terminals
 	// Writes is the session's group of disk writes on their way (see ToolServiceSpec).
 	Writes *sync.WaitGroup
 }

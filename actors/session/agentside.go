@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/actors/backendterm"
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/messages"
 )
@@ -123,7 +124,7 @@ func (s *session) startAgent(ctx actor.Context) {
 	}
 	spec := AgentSpec{Session: s.uri, Agent: name, AgentSessionID: s.record.AgentSessionID,
 		WorkingDirectories: append([]string(nil), s.record.WorkingDirectories...), Root: s.root,
-		Terminals: NewTerminals(ctx.ActorSystem(), s.root, s.store), Writes: s.writes}
+		Terminals: backendterm.NewTerminals(ctx.ActorSystem(), s.root, s.store), Writes: s.writes}
 	props := s.cfg.Agent(spec)
 	if props == nil {
 		s.agentGone = "this host no longer runs it"

@@ -1,8 +1,8 @@
 // Package session owns sessions and their chats: one actor per session holds the
 // session's state, its chats with their turns, and the `!` commands that run in
 // them, each in a host terminal the session opens through the root, claimed by the
-// session, chat, turn and tool call, and read as a client reads it. It also holds the
-// seam an agent backend opens terminals through (Terminals).
+// session, chat, turn and tool call, and read as a client reads it. An agent backend's
+// terminals are opened through actors/backendterm, which the session hands its agent.
 //
 // It promises:
 //   - a chat's actions are folded with the clients' reducers and stamped in order, so

@@ -1,4 +1,9 @@
-package session
+// Package backendterm is the seam an agent backend opens host terminals through
+// (seed: "A backend asks through start.terminals.open"): every command an agent runs
+// is a terminal the host owns, named under the backend's chat (messages/toolterm),
+// claimed for the session with the chat, turn and tool call, listed on the root, and
+// kept when its process exits or is released.
+package backendterm
 
 import (
 	"context"
@@ -71,8 +76,8 @@ type OpenSpec struct {
 	Args    []string
 }
 
-// BackendTerminal is a backend's handle on one terminal.
-type BackendTerminal struct {
+// Terminal is a backend's handle on one terminal.
+type Terminal struct {
 	URI   string
 	isPty bool
 	ts    *Terminals
@@ -87,7 +92,7 @@ type BackendTerminal struct {
 }
 
 // Open starts a terminal and returns once it is listed.
-func (ts *Terminals) Open(ctx context.Context, spec OpenSpec) (*BackendTerminal, error) {
+func (ts *Terminals) Open(ctx context.Context, spec OpenSpec) (*Terminal, error) {
 	if spec.Session == "" || spec.Chat == "" {
 		return nil, errors.New("a backend's terminal needs its session and chat")
 	}
@@ -95,7 +100,7 @@ func (ts *Terminals) Open(ctx context.Context, spec OpenSpec) (*BackendTerminal,
 	if key == "" {
 		key = fmt.Sprintf("backend-%s-%d", ts.epoch, ts.keys.Add(1))
 	}
-	bt := &BackendTerminal{URI: toolterm.URI(spec.Chat, key), ts: ts, spec: spec, key: key, exited: make(chan struct{})}
+	bt := &Terminal{URI: toolterm.URI(spec.Chat, key), ts: ts, spec: spec, key: key, exited: make(chan struct{})}
 	bt.pid = ts.system.Root.Spawn(actor.PropsFromFunc(bt.receive))
 	var command string
 	var args []string
@@ -156,7 +161,7 @@ func (ts *Terminals) request(ctx context.Context, m any) (any, error) {
 // receive is the watcher actor: it notes the exit, and once what the terminal
 // printed is kept, lets Wait return. A backend that releases the terminal right after
 // Wait so finds its output already kept.
-func (bt *BackendTerminal) receive(ctx actor.Context) {
+func (bt *Terminal) receive(ctx actor.Context) {
 	ev, ok := ctx.Message().(*terminal.Event)
 	if !ok || ev.Action.Type != messages.TerminalExited {
 		return
@@ -181,7 +186,7 @@ func (bt *BackendTerminal) receive(ctx actor.Context) {
 // keep puts what the terminal printed, how it ended (nil: still running) and isPty
 // in the store under the session's chat and key, once (seed: "A terminal a tool
 // result names"). An output over the store's cap is not kept.
-func (bt *BackendTerminal) keep(ctx context.Context, exit *int) {
+func (bt *Terminal) keep(ctx context.Context, exit *int) {
 	store := bt.ts.store
 	bt.mu.Lock()
 	done := bt.kept || store == nil
@@ -208,10 +213,10 @@ func (bt *BackendTerminal) keep(ctx context.Context, exit *int) {
 }
 
 // IsPty says whether a pseudoterminal runs it, for a call that names it.
-func (bt *BackendTerminal) IsPty() bool { return bt.isPty }
+func (bt *Terminal) IsPty() bool { return bt.isPty }
 
 // Output is what the terminal printed, as a client subscribing now would read it.
-func (bt *BackendTerminal) Output(ctx context.Context) (string, error) {
+func (bt *Terminal) Output(ctx context.Context) (string, error) {
 	res, err := bt.ts.request(ctx, &terminal.SnapshotQuery{URI: bt.URI})
 	if err != nil {
 		return "", err
@@ -224,7 +229,7 @@ func (bt *BackendTerminal) Output(ctx context.Context) (string, error) {
 }
 
 // Wait waits for the process's exit, announced after its output drained.
-func (bt *BackendTerminal) Wait(ctx context.Context) (int, error) {
+func (bt *Terminal) Wait(ctx context.Context) (int, error) {
 	select {
 	case <-bt.exited:
 		bt.mu.Lock()
@@ -236,12 +241,12 @@ func (bt *BackendTerminal) Wait(ctx context.Context) (int, error) {
 }
 
 // Write types into the terminal.
-func (bt *BackendTerminal) Write(data string) {
+func (bt *Terminal) Write(data string) {
 	bt.ts.system.Root.Send(bt.ts.root, &terminal.Write{URI: bt.URI, Data: data})
 }
 
 // Resize changes the terminal's size.
-func (bt *BackendTerminal) Resize(cols, rows int) {
+func (bt *Terminal) Resize(cols, rows int) {
 	a := &messages.Action{Type: messages.TerminalResized, Cols: &cols, Rows: &rows}
 	raw, _ := json.Marshal(a)
 	bt.ts.system.Root.Send(bt.ts.root, &channel.Dispatch{Channel: bt.URI, Action: a,
@@ -250,13 +255,13 @@ func (bt *BackendTerminal) Resize(cols, rows int) {
 
 // Kill ends the process; the row stays listed, because a transcript may still point
 // at the channel.
-func (bt *BackendTerminal) Kill() {
+func (bt *Terminal) Kill() {
 	bt.ts.system.Root.Send(bt.ts.root, &terminal.Kill{URI: bt.URI})
 }
 
 // Release ends a process that has not already gone and takes the row off the list.
 // A tool call that names the terminal still opens it, rebuilt from what was kept.
-func (bt *BackendTerminal) Release(ctx context.Context) error {
+func (bt *Terminal) Release(ctx context.Context) error {
 	bt.mu.Lock()
 	exit := bt.exit
 	bt.mu.Unlock()
