@@ -240,7 +240,9 @@ func TestMergeThatBreaksTheFileIsRefused(t *testing.T) {
 	if err := json.Unmarshal(b.Export(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	setUser(doc, "ann", func(u map[string]any) { u["role"], u["version"] = "watcher", map[string]any{"clock": 99, "of": "watcher"} })
+	setUser(doc, "ann", func(u map[string]any) {
+		u["role"], u["version"] = "watcher", map[string]any{"clock": 99, "of": "watcher"}
+	})
 	bad, _ := json.Marshal(doc)
 	if changed, _, err := a.Merge(bad); err == nil || changed {
 		t.Fatalf("a copy leaving ann's role undefined was taken: changed %v, err %v", changed, err)
