@@ -317,11 +317,21 @@ func (s *Store) EnableReplication() error {
 
 // Export is this copy of the users file, in one order, for the cluster's other
 // nodes: users, roles, versions, and tokens as the file holds them (their hashes).
+// The bytes are shared: the caller must not change them.
 func (s *Store) Export() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_ = s.refreshLocked()
-	return canonicalBytes(s.st.file)
+	return s.exportLocked()
+}
+
+// exportLocked is Export's bytes, made once per generation: the cluster asks for them
+// every few seconds, and they change only with the file.
+func (s *Store) exportLocked() []byte {
+	if s.exported == nil || s.exportedGen != s.gen {
+		s.exported, s.exportedGen = canonicalBytes(s.st.file), s.gen
+	}
+	return s.exported
 }
 
 // Merge takes another node's copy of the users file (Export's bytes) into this one
@@ -351,7 +361,7 @@ func (s *Store) Merge(doc []byte) (changed, behind bool, err error) {
 	if err != nil && !errors.Is(err, errNoChange) {
 		return false, false, err
 	}
-	return changed, !bytes.Equal(canonicalBytes(s.st.file), canonicalBytes(theirs)), nil
+	return changed, !bytes.Equal(s.exportLocked(), canonicalBytes(theirs)), nil
 }
 
 // Digest is a short digest of Export's bytes: two nodes whose digests are equal hold

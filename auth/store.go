@@ -284,6 +284,9 @@ type Store struct {
 	// replicate says the file is one copy of a cluster's users: changes get versions
 	// (replica.go). editing is set while an edit holds the writers' lock.
 	replicate, editing bool
+	// exported is Export's bytes of generation exportedGen.
+	exported    []byte
+	exportedGen uint64
 }
 
 // Open opens the users store in stateDir, creating the directory (mode 0700) if it is

@@ -95,7 +95,9 @@ type users struct {
 	// members are the other nodes' addresses, as the provider lists them.
 	members map[string]bool
 	// gen is the store's generation last sent to the others.
-	gen     uint64
+	gen uint64
+	// refused is why each node's last copy was not taken, while it is not.
+	refused map[string]string
 	ticks   int
 	timer   *time.Timer
 	topoSub *eventstream.Subscription
@@ -107,7 +109,9 @@ func (m *Member) SpawnUsers(store *auth.Store) error {
 	if err := store.EnableReplication(); err != nil {
 		return err
 	}
-	props := actor.PropsFromProducer(func() actor.Actor { return &users{m: m, store: store, members: map[string]bool{}} })
+	props := actor.PropsFromProducer(func() actor.Actor {
+		return &users{m: m, store: store, members: map[string]bool{}, refused: map[string]string{}}
+	})
 	_, err := m.system.Root.SpawnNamed(props, UsersName)
 	if err == nil {
 		m.users = store
@@ -182,9 +186,15 @@ func (u *users) Receive(ctx actor.Context) {
 		u.sendIfChanged(ctx)
 		changed, behind, err := u.store.Merge(msg.Doc)
 		if err != nil {
-			u.m.opts.Logger.Warn("another node's users were not taken", "from", msg.From, "err", err)
+			// Said once per node and reason: the node sends its copy again with every
+			// digest that differs.
+			if why := err.Error(); u.refused[msg.From] != why {
+				u.refused[msg.From] = why
+				u.m.opts.Logger.Warn("another node's users were not taken", "from", msg.From, "err", err)
+			}
 			return
 		}
+		delete(u.refused, msg.From)
 		if changed {
 			u.m.opts.Logger.Info("users changed on another node were taken", "from", msg.From)
 		}
