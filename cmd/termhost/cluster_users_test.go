@@ -67,7 +67,14 @@ func runClusterUsers(t *testing.T, provider func(slot int) []string) {
 	}
 
 	// Users made on node a sign in on nodes b and c.
+	// (The times are logged, not asserted: how long a change takes to count on
+	// another node, beside the same change on its own node.)
 	ann := tokenAdd(t, bin, a, "ann", "member")
+	made := time.Now()
+	waitSignIn(t, ctx, a, ann, true, "ann's token on node a, where it was made")
+	onA := time.Since(made)
+	waitSignIn(t, ctx, b, ann, true, "ann's token, made on node a, on node b")
+	t.Logf("a token made on node a signed in on node a after %v, on node b after %v", onA, time.Since(made))
 	gus := tokenAdd(t, bin, a, "gus", "guest")
 	bea := tokenAdd(t, bin, a, "bea", "member")
 	for _, n := range []*clusterNode{b, c} {
@@ -100,12 +107,16 @@ func runClusterUsers(t *testing.T, provider func(slot int) []string) {
 	s.untilOutput(ctx, "ann-42")
 
 	// A revocation on node b closes ann's connection on node a, and her token signs in
-	// nowhere any more.
+	// nowhere any more; as a revocation on node a closes lou's there.
+	lou := tokenAdd(t, bin, a, "lou", "member")
+	louA := dialAs(t, ctx, a, lou, "lou-a")
+	revokeAt := revoke(t, bin, a, "lou")
+	waitClosed(t, ctx, louA, delivery.ReasonSignedOut, "lou's connection on node a after her revocation on node a")
+	local := time.Since(revokeAt)
 	annA := dialAs(t, ctx, a, ann, "ann-a")
-	if r := runBin(t, bin, "", "token", "revoke", "--state-dir", b.state, "ann"); r.code != 0 {
-		t.Fatalf("token revoke on node b: exit %d: %s", r.code, r.stderr)
-	}
+	revokeAt = revoke(t, bin, b, "ann")
 	waitClosed(t, ctx, annA, delivery.ReasonSignedOut, "ann's connection on node a after her revocation on node b")
+	t.Logf("a connection on node a was closed %v after a revocation on node a, %v after one on node b", local, time.Since(revokeAt))
 	for _, n := range nodes {
 		waitSignIn(t, ctx, n, ann, false, "ann's revoked token on node "+n.name)
 	}
@@ -126,9 +137,7 @@ func runClusterUsers(t *testing.T, provider func(slot int) []string) {
 	eve := tokenAdd(t, bin, a, "eve", "member")
 	waitSignIn(t, ctx, c, eve, true, "eve's token on node c")
 	c.stop()
-	if r := runBin(t, bin, "", "token", "revoke", "--state-dir", a.state, "eve"); r.code != 0 {
-		t.Fatalf("token revoke on node a: exit %d: %s", r.code, r.stderr)
-	}
+	revoke(t, bin, a, "eve")
 	dan := tokenAdd(t, bin, b, "dan", "member")
 	// Node b has taken the revocation from node a: the cluster knew it before c came
 	// back.
@@ -150,6 +159,16 @@ func tokenAdd(t *testing.T, bin string, n *clusterNode, user, role string) strin
 		t.Fatalf("token add %s on node %s: exit %d: %s", user, n.name, r.code, r.stderr)
 	}
 	return strings.TrimSpace(r.stdout)
+}
+
+// revoke is `termhost token revoke` of user against n's state folder; it returns
+// when the command ended.
+func revoke(t *testing.T, bin string, n *clusterNode, user string) time.Time {
+	t.Helper()
+	if r := runBin(t, bin, "", "token", "revoke", "--state-dir", n.state, user); r.code != 0 {
+		t.Fatalf("token revoke %s on node %s: exit %d: %s", user, n.name, r.code, r.stderr)
+	}
+	return time.Now()
 }
 
 // signIn opens a connection to n as the browser page does, with the token in the
