@@ -24,15 +24,22 @@ import (
 
 func TestClusterUsersWithSeeds(t *testing.T) {
 	// Not parallel, as TestClusterWithEtcd.
-	ports := make([]int, 3)
+	runClusterUsers(t, seedsFlags(t, 3))
+}
+
+// seedsFlags gives each of n nodes (slot 0 to n-1) its seeds provider flags: every
+// node's seed address is in every node's list, the late ones' included, as the
+// automanaged provider polls only the addresses it is given.
+func seedsFlags(t *testing.T, n int) func(slot int) []string {
+	ports := make([]int, n)
 	var seeds []string
 	for i := range ports {
 		ports[i] = freePort(t)
 		seeds = append(seeds, fmt.Sprintf("127.0.0.1:%d", ports[i]))
 	}
-	runClusterUsers(t, func(slot int) []string {
+	return func(slot int) []string {
 		return []string{"--seeds", strings.Join(seeds, ","), "--seed-port", strconv.Itoa(ports[slot])}
-	})
+	}
 }
 
 func TestClusterUsersWithEtcd(t *testing.T) {
