@@ -255,3 +255,31 @@ func TestMergeThatBreaksTheFileIsRefused(t *testing.T) {
 		t.Fatalf("ann on a after b's change: %+v", p)
 	}
 }
+
+// An editor that rewrites the file in place empties it first: a node of a cluster must
+// not read that as every user removed, which it would tell every other node.
+func TestEmptyFileIsNotEveryoneRemoved(t *testing.T) {
+	a, dirA := replica(t)
+	b, _ := replica(t)
+	ann := mustAdd(t, a, "ann", RoleMember)
+	exchange(t, a, b)
+	before := a.Export()
+	writeUsers(t, dirA, "")
+	if !signsIn(a, ann) {
+		t.Fatal("ann was signed out by an empty users file")
+	}
+	if a.ReloadError() == nil || !bytes.Equal(a.Export(), before) {
+		t.Fatalf("an empty users file was taken: %v\n%s", a.ReloadError(), a.Export())
+	}
+	// Removed, the file is filled again from another node's copy.
+	if err := os.Remove(filepath.Join(dirA, "users.json")); err != nil {
+		t.Fatal(err)
+	}
+	if signsIn(a, ann) {
+		t.Fatal("ann signs in with no users file")
+	}
+	exchange(t, a, b)
+	if !signsIn(a, ann) {
+		t.Fatal("a node whose users file was removed did not take the others' users back")
+	}
+}

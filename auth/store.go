@@ -397,6 +397,12 @@ func (s *Store) loadLocked(force bool) error {
 		return s.reloadErr
 	}
 	st, err := parse(b)
+	if err == nil && s.replicate && len(bytes.TrimSpace(b)) == 0 {
+		// An editor that writes the file in place empties it first. On a lone host
+		// that reads as no users for a moment; in a cluster it would remove every
+		// user on every node (replica.go), so it counts as not valid until written.
+		err = errors.New("it is empty (a node of a cluster takes an empty users file for one being written; remove the file to start again from the other nodes' users)")
+	}
 	s.stamp = cur
 	if err != nil {
 		s.reloadErr = fmt.Errorf("auth: users file %s is not valid: %w", s.path, err)
