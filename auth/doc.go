@@ -8,4 +8,8 @@
 // holds the SHA-256 of each token, never the token itself, and a token is shown to a
 // person exactly once, when it is made. The store re-reads the file when it changes on
 // disk, so editing it (for example to revoke a token) takes effect without a restart.
+//
+// In a cluster every node's file is one copy of the cluster's users: the nodes send
+// each other their copies and merge them (replica.go), so a user made, changed or
+// revoked on any node counts on all of them.
 package auth

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,12 +61,21 @@ type fileData struct {
 	// listed here replace the built-in role of the same name.
 	Roles map[string][]string `json:"roles,omitempty"`
 	Users []fileUser          `json:"users"`
+	// Revoked are the hashes of every token revoked here or, in a cluster, anywhere:
+	// such a token never signs in again, whatever another copy of the file lists.
+	Revoked []string `json:"revoked,omitempty"`
+	// The versions a cluster's nodes compare their copies by (replica.go): of each
+	// custom role, and of each user taken out of the file. Absent on a lone host.
+	RoleVersions map[string]Version `json:"roleVersions,omitempty"`
+	Removed      map[string]Version `json:"removed,omitempty"`
 }
 
 type fileUser struct {
 	Name   string      `json:"name"`
 	Role   string      `json:"role"`
 	Tokens []fileToken `json:"tokens"`
+	// Version is the version of the user's role (replica.go); absent on a lone host.
+	Version *Version `json:"version,omitempty"`
 }
 
 type fileToken struct {
@@ -74,7 +84,8 @@ type fileToken struct {
 }
 
 func (d fileData) clone() fileData {
-	c := fileData{Users: make([]fileUser, len(d.Users))}
+	c := fileData{Users: make([]fileUser, len(d.Users)), Revoked: slices.Clone(d.Revoked),
+		RoleVersions: maps.Clone(d.RoleVersions), Removed: maps.Clone(d.Removed)}
 	if d.Roles != nil {
 		c.Roles = make(map[string][]string, len(d.Roles))
 		for k, v := range d.Roles {
@@ -83,6 +94,10 @@ func (d fileData) clone() fileData {
 	}
 	for i, u := range d.Users {
 		u.Tokens = slices.Clone(u.Tokens)
+		if u.Version != nil {
+			v := *u.Version
+			u.Version = &v
+		}
 		c.Users[i] = u
 	}
 	return c
@@ -118,6 +133,10 @@ func compile(d fileData) (*state, error) {
 		}
 		st.roles[name] = grantSet(grants)
 	}
+	revoked := map[string]bool{}
+	for _, h := range d.Revoked {
+		revoked[strings.ToLower(h)] = true
+	}
 	seenUser := map[string]bool{}
 	seenHash := map[[sha256.Size]byte]bool{}
 	for i, u := range d.Users {
@@ -142,7 +161,9 @@ func compile(d fileData) (*state, error) {
 				return nil, fmt.Errorf("user %q: token %s is listed twice", u.Name, shortID(t.SHA256))
 			}
 			seenHash[h] = true
-			st.tokens = append(st.tokens, tokenEntry{hash: h, user: i})
+			if !revoked[strings.ToLower(t.SHA256)] {
+				st.tokens = append(st.tokens, tokenEntry{hash: h, user: i})
+			}
 		}
 	}
 	return st, nil
@@ -260,6 +281,12 @@ type Store struct {
 	// gen counts the contents st has held: it moves whenever a reload or an edit
 	// takes effect (see Generation).
 	gen uint64
+	// replicate says the file is one copy of a cluster's users: changes get versions
+	// (replica.go). editing is set while an edit holds the writers' lock.
+	replicate, editing bool
+	// exported is Export's bytes of generation exportedGen.
+	exported    []byte
+	exportedGen uint64
 }
 
 // Open opens the users store in stateDir, creating the directory (mode 0700) if it is
@@ -379,32 +406,62 @@ func (s *Store) loadLocked(force bool) error {
 		return s.reloadErr
 	}
 	st, err := parse(b)
+	if err == nil && s.replicate && len(bytes.TrimSpace(b)) == 0 {
+		// An editor that writes the file in place empties it first. On a lone host
+		// that reads as no users for a moment; in a cluster it would remove every
+		// user on every node (replica.go), so it counts as not valid until written.
+		err = errors.New("it is empty (a node of a cluster takes an empty users file for one being written; remove the file to start again from the other nodes' users)")
+	}
 	s.stamp = cur
 	if err != nil {
 		s.reloadErr = fmt.Errorf("auth: users file %s is not valid: %w", s.path, err)
 		return s.reloadErr
 	}
+	prev := s.st.file
 	s.st, s.reloadErr = st, nil
 	s.gen++
+	if s.replicate && !s.editing {
+		// Changed on disk by someone else (`termhost token`, an editor): what changed
+		// gets its version now, so the cluster's other nodes take it. A failed write
+		// leaves it for the next change.
+		if d := st.file.clone(); versionChanges(prev, &d) {
+			_ = s.editFromLocked(prev, func(*fileData) error { return errNoChange })
+		}
+	}
 	return nil
 }
 
 // editLocked takes the writers' lock, reads the file again, hands a copy of it to
 // edit, and writes the result before letting the lock go.
 func (s *Store) editLocked(edit func(d *fileData) error) error {
+	return s.editFromLocked(s.st.file, edit)
+}
+
+// editFromLocked is editLocked where prev is what the store held before: with
+// replication on, whatever differs from it (the edit, or a change made to the file by
+// hand meanwhile) is given a new version before the file is written (replica.go).
+func (s *Store) editFromLocked(prev fileData, edit func(d *fileData) error) error {
 	unlock, err := s.lockFile()
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	s.editing = true
+	defer func() { s.editing = false }()
 	// Whatever this store read before the lock was taken may be stale, even when the
 	// stamp looks the same: read the file again under the lock.
 	if err := s.loadLocked(true); err != nil {
 		return fmt.Errorf("%w (fix or remove it before changing users)", err)
 	}
 	d := s.st.file.clone()
-	if err := edit(&d); err != nil {
-		return err // including errNoChange: nothing to write
+	err = edit(&d)
+	switch {
+	case err != nil && !errors.Is(err, errNoChange):
+		return err
+	case s.replicate && versionChanges(prev, &d):
+		// Written below, even when the edit itself changed nothing.
+	case err != nil:
+		return err // errNoChange: nothing to write
 	}
 	for i := range d.Users {
 		if d.Users[i].Tokens == nil {
@@ -587,7 +644,8 @@ func (s *Store) List() ([]UserInfo, error) {
 // Revoke removes every token of the user named userOrTokenID, or else the one token
 // whose id (as List shows it) is userOrTokenID, and returns how many tokens it
 // removed. The user itself stays, with its role. It returns ErrNotFound when no user
-// or token matches.
+// or token matches. A revoked token's hash stays in the file's revoked list, so no
+// other copy of the file (another node's, a backup) brings it back.
 func (s *Store) Revoke(userOrTokenID string) (int, error) {
 	if userOrTokenID == "" {
 		return 0, ErrNotFound
@@ -602,6 +660,9 @@ func (s *Store) Revoke(userOrTokenID string) (int, error) {
 				if n == 0 {
 					return errNoChange
 				}
+				for _, t := range u.Tokens {
+					d.revoke(t.SHA256)
+				}
 				d.Users[i].Tokens = nil
 				return nil
 			}
@@ -613,6 +674,7 @@ func (s *Store) Revoke(userOrTokenID string) (int, error) {
 				for _, t := range u.Tokens {
 					if shortID(t.SHA256) == id {
 						n++
+						d.revoke(t.SHA256)
 						continue
 					}
 					kept = append(kept, t)

@@ -222,6 +222,15 @@ func New(cfg Config) (*Server, error) {
 		if err := member.Spawn(journal, rootPID); err != nil {
 			return nil, fmt.Errorf("server: starting the cluster node actor: %w", err)
 		}
+		if cfg.Auth != nil {
+			if err := member.SpawnUsers(cfg.Auth); err != nil {
+				return nil, fmt.Errorf("server: starting the cluster's users actor: %w", err)
+			}
+			// Before anyone is served: a token revoked while this node was down must
+			// not sign in here.
+			answered, asked := member.SyncUsers()
+			cfg.Logger.Info("users taken from the cluster's other nodes", "answered", answered, "asked", asked)
+		}
 	}
 	endpoint := mcphost.New(mcphost.Config{System: system, Root: rootPID, Auth: cfg.Auth, Tools: cfg.Tools,
 		DefaultDirectory: cfg.Root.Home, Version: cfg.Version, Logger: cfg.Logger})

@@ -28,4 +28,7 @@
 // node's name in _meta.node. A node the provider reports gone has its rows taken off
 // every list, and every subscriber of one of its terminals is sent terminal/exited
 // with no code and _meta.reason "node lost".
+//
+// Users and grants are the cluster's: a users actor on each node sends the others its
+// copy of the users file and merges theirs (users.go).
 package cluster

@@ -21,6 +21,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/termhost/termhost/actors/delivery"
+	"github.com/termhost/termhost/auth"
 )
 
 // NodeName is the node actor's name on every node.
@@ -64,6 +65,8 @@ type Member struct {
 	cluster  *pcluster.Cluster
 	addr     string
 	instance string
+	// users is this node's copy of the cluster's users, once SpawnUsers has run.
+	users *auth.Store
 }
 
 // Join starts this node's remote and joins the cluster; the node actor is spawned by

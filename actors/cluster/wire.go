@@ -309,7 +309,9 @@ func decode(b []byte) (any, error) {
 	case kindPong:
 		v = &pong{}
 	default:
-		return nil, fmt.Errorf("cluster: unknown node message kind %d", b[0])
+		if v = usersMessage(b[0]); v == nil {
+			return nil, fmt.Errorf("cluster: unknown node message kind %d", b[0])
+		}
 	}
 	if err := json.Unmarshal(b[1:], v); err != nil {
 		return nil, fmt.Errorf("cluster: decoding a node message: %w", err)

@@ -36,6 +36,9 @@ func TestNodeMessagesRoundTrip(t *testing.T) {
 		&disposeResult{},
 		&ping{},
 		&pong{},
+		&usersDoc{From: "a:1", Doc: json.RawMessage(`{"users":[{"name":"ann","role":"member","tokens":[],"version":{"clock":2,"of":"member"}}]}`)},
+		&usersPull{},
+		&usersDigest{From: "a:1", Sum: "00ff"},
 	}
 	for _, m := range msgs {
 		out, err := m.Serialize()

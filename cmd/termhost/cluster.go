@@ -36,7 +36,7 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.tls.Cert, "cluster-cert", "", "PEM certificate of this node, for mutual TLS between nodes")
 	fs.StringVar(&c.tls.Key, "cluster-key", "", "PEM key of --cluster-cert")
 	fs.StringVar(&c.tls.CA, "cluster-ca", "", "PEM CA every node's certificate is signed by")
-	fs.StringVar(&c.usersDir, "users-dir", "", "the folder of users.json and owner.token (default --state-dir): nodes that share one share their users and grants")
+	fs.StringVar(&c.usersDir, "users-dir", "", "the folder of users.json and owner.token (default --state-dir); every node's users are the cluster's whether or not they share one")
 }
 
 // usersFolder is where the users are kept: --users-dir, else the state folder. Tokens

@@ -410,17 +410,7 @@ func TestClusterWithEtcd(t *testing.T) {
 
 func TestClusterWithSeeds(t *testing.T) {
 	// Not parallel, as TestClusterWithEtcd.
-	// Every node's seed address is in every node's list, the late ones' included, as
-	// the automanaged provider polls only the addresses it is given.
-	ports := make([]int, 5)
-	var seeds []string
-	for i := range ports {
-		ports[i] = freePort(t)
-		seeds = append(seeds, fmt.Sprintf("127.0.0.1:%d", ports[i]))
-	}
-	runCluster(t, func(slot int) []string {
-		return []string{"--seeds", strings.Join(seeds, ","), "--seed-port", strconv.Itoa(ports[slot])}
-	})
+	runCluster(t, seedsFlags(t, 5))
 }
 
 // runCluster is the cluster's scenario, with provider giving each node's provider
