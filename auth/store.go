@@ -398,20 +398,16 @@ func (s *Store) loadLocked(force bool) error {
 	}
 	// An empty file where a good one was read before is a file being written in
 	// place (an editor, or `>` in a shell, truncates first): taken at its word, it
-	// would sign everyone out for the moment the write takes. The last good contents
-	// stay until it holds something; deleting the file removes every user.
-	if s.stamp.exists && len(bytes.TrimSpace(b)) == 0 {
+	// would sign everyone out for the moment the write takes, and on a node of a
+	// cluster remove every user on every node (replica.go). The last good contents
+	// stay until it holds something. Deleting the file removes every user of a lone
+	// host; a cluster node then starts again from the other nodes' users.
+	if (s.stamp.exists || s.replicate) && len(bytes.TrimSpace(b)) == 0 {
 		s.stamp = cur
-		s.reloadErr = fmt.Errorf("auth: users file %s is empty; the last good contents stay in use (delete it to remove every user)", s.path)
+		s.reloadErr = fmt.Errorf("auth: users file %s is empty; the last good contents stay in use (delete it to remove every user; a cluster node then takes the other nodes' users)", s.path)
 		return s.reloadErr
 	}
 	st, err := parse(b)
-	if err == nil && s.replicate && len(bytes.TrimSpace(b)) == 0 {
-		// An editor that writes the file in place empties it first. On a lone host
-		// that reads as no users for a moment; in a cluster it would remove every
-		// user on every node (replica.go), so it counts as not valid until written.
-		err = errors.New("it is empty (a node of a cluster takes an empty users file for one being written; remove the file to start again from the other nodes' users)")
-	}
 	s.stamp = cur
 	if err != nil {
 		s.reloadErr = fmt.Errorf("auth: users file %s is not valid: %w", s.path, err)
