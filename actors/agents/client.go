@@ -11,7 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	acp "github.com/coder/acp-go-sdk"
 
-	"github.com/termhost/termhost/actors/session"
+	"github.com/termhost/termhost/actors/agentmsg"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -22,7 +22,7 @@ import (
 type client struct {
 	system *actor.ActorSystem
 	parent *actor.PID // the session
-	spec   session.AgentSpec
+	spec   agentmsg.Spec
 	log    *slog.Logger
 	// cwd is the first working directory, an absolute path; roots are the
 	// working directories with their symlinks resolved: where files may be read
@@ -75,7 +75,7 @@ type toolCall struct {
 	done     bool
 }
 
-func newClient(system *actor.ActorSystem, parent *actor.PID, spec session.AgentSpec, cwd string, roots []string, life context.Context, wg *sync.WaitGroup, log *slog.Logger) *client {
+func newClient(system *actor.ActorSystem, parent *actor.PID, spec agentmsg.Spec, cwd string, roots []string, life context.Context, wg *sync.WaitGroup, log *slog.Logger) *client {
 	return &client{system: system, parent: parent, spec: spec, cwd: cwd, roots: roots, life: life, wg: wg, log: log, terms: map[string]*agentTerminal{}}
 }
 
@@ -136,7 +136,7 @@ func (c *client) close() {
 // client made them.
 func (c *client) sendLocked(t *turnState, actions []any) {
 	if len(actions) > 0 {
-		c.system.Root.Send(c.parent, &session.AgentActions{Chat: t.chat, TurnID: t.id, Actions: actions})
+		c.system.Root.Send(c.parent, &agentmsg.Actions{Chat: t.chat, TurnID: t.id, Actions: actions})
 	}
 }
 
@@ -440,7 +440,7 @@ func updateKind(u acp.SessionUpdate) string {
 	return head.Kind
 }
 
-// RequestPermission asks the people in the chat (session.AgentPermission) and waits
+// RequestPermission asks the people in the chat (agentmsg.Permission) and waits
 // for their answer, the turn's cancellation or the agent's.
 func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
 	cancelled := acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}
@@ -471,11 +471,11 @@ func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 	if title == "" {
 		title = t.calls[id].title
 	}
-	options := make([]session.PermissionOption, len(p.Options))
+	options := make([]agentmsg.PermissionOption, len(p.Options))
 	for i, o := range p.Options {
-		options[i] = session.PermissionOption{ID: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)}
+		options[i] = agentmsg.PermissionOption{ID: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)}
 	}
-	c.system.Root.Send(c.parent, &session.AgentPermission{Chat: t.chat, TurnID: t.id, ToolCallID: id, Title: title, Options: options, Reply: reply})
+	c.system.Root.Send(c.parent, &agentmsg.Permission{Chat: t.chat, TurnID: t.id, ToolCallID: id, Title: title, Options: options, Reply: reply})
 	turnCancelled := t.cancelled
 	c.mu.Unlock()
 

@@ -10,10 +10,10 @@
 //     session's first working directory; its stderr goes to the log at debug;
 //   - one prompt at a time: a prompt that arrives while another runs, or before the
 //     agent is ready, waits for its turn; every prompt ends with exactly one
-//     session.AgentTurnEnded, a cancelled one included;
-//   - what the agent streams for a turn reaches the session as session.AgentActions
-//     in the order the agent sent it, and before that turn's AgentTurnEnded; a
-//     permission request (session.AgentPermission) comes after the actions of the
+//     agentmsg.TurnEnded, a cancelled one included;
+//   - what the agent streams for a turn reaches the session as agentmsg.Actions
+//     in the order the agent sent it, and before that turn's agentmsg.TurnEnded; a
+//     permission request (agentmsg.Permission) comes after the actions of the
 //     tool call it is about;
 //   - every command the agent runs through ACP's terminal/* methods is a host
 //     terminal (backendterm.Terminals), listed on the root and claimed for the session,
@@ -30,5 +30,5 @@
 //     fires).
 //
 // It does not keep anything on disk of its own: the session keeps the agent's
-// conversation id (session.AgentStarted) and the kept outputs of its terminals.
+// conversation id (agentmsg.Started) and the kept outputs of its terminals.
 package agents

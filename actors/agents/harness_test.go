@@ -18,12 +18,12 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/actors/agentmsg"
 	"github.com/termhost/termhost/actors/agents"
 	"github.com/termhost/termhost/actors/backendterm"
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/root"
-	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -92,7 +92,7 @@ type recorder struct {
 	mu     sync.Mutex
 	msgs   []any
 	wake   chan struct{}
-	decide func(*session.AgentPermission) string
+	decide func(*agentmsg.Permission) string
 }
 
 func (r *recorder) add(m any) {
@@ -123,12 +123,12 @@ func (p *parent) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		p.runner <- ctx.Spawn(p.props)
-	case *session.AgentPermission:
+	case *agentmsg.Permission:
 		p.rec.add(m)
 		if p.rec.decide != nil {
 			m.Reply <- p.rec.decide(m)
 		}
-	case *session.AgentActions, *session.AgentTurnEnded, *session.AgentStarted, *session.AgentLost, *session.AgentRestarted:
+	case *agentmsg.Actions, *agentmsg.TurnEnded, *agentmsg.Started, *agentmsg.Lost, *agentmsg.Restarted:
 		p.rec.add(m)
 	}
 }
@@ -184,7 +184,7 @@ type harnessOptions struct {
 	argv   []string // the agent's argv; default the scripted agent
 	agent  string   // the agent the session names; default "script"
 	opts   agents.Options
-	decide func(*session.AgentPermission) string
+	decide func(*agentmsg.Permission) string
 	// agentSessionID is the conversation of an earlier run.
 	agentSessionID string
 }
@@ -213,7 +213,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	opts.Agents = map[string][]string{"script": o.argv}
 	opts.Logger = log
 	var writes sync.WaitGroup
-	spec := session.AgentSpec{Session: "ahp-session:/agents-test", Agent: o.agent, AgentSessionID: o.agentSessionID,
+	spec := agentmsg.Spec{Session: "ahp-session:/agents-test", Agent: o.agent, AgentSessionID: o.agentSessionID,
 		WorkingDirectories: []string{messages.FileURI(dir)}, Root: rootPID,
 		Terminals: backendterm.NewTerminals(system, rootPID, nil), Writes: &writes}
 	rec := &recorder{wake: make(chan struct{}, 1), decide: o.decide}
@@ -303,17 +303,17 @@ func (h *harness) waitListed(what string, ok func([]string) bool) {
 func (h *harness) prompt(script ...string) string {
 	h.turns++
 	turn := fmt.Sprintf("turn-%d", h.turns)
-	h.system.Root.Send(h.runner, &session.AgentPrompt{Chat: h.chat, TurnID: turn, Text: strings.Join(script, "\n")})
+	h.system.Root.Send(h.runner, &agentmsg.Prompt{Chat: h.chat, TurnID: turn, Text: strings.Join(script, "\n")})
 	return turn
 }
 
 // ended waits for the turn's end.
-func (h *harness) ended(turn string) *session.AgentTurnEnded {
+func (h *harness) ended(turn string) *agentmsg.TurnEnded {
 	h.t.Helper()
-	var end *session.AgentTurnEnded
+	var end *agentmsg.TurnEnded
 	h.waitFor("end of "+turn, func(msgs []any) bool {
 		for _, m := range msgs {
-			if e, ok := m.(*session.AgentTurnEnded); ok && e.TurnID == turn {
+			if e, ok := m.(*agentmsg.TurnEnded); ok && e.TurnID == turn {
 				end = e
 				return true
 			}
@@ -344,7 +344,7 @@ func (h *harness) actions(turn string) []map[string]any {
 	h.t.Helper()
 	var out []map[string]any
 	for _, m := range h.rec.all() {
-		a, ok := m.(*session.AgentActions)
+		a, ok := m.(*agentmsg.Actions)
 		if !ok || a.TurnID != turn {
 			continue
 		}

@@ -5,8 +5,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-
-	"github.com/termhost/termhost/actors/session"
+	"github.com/termhost/termhost/actors/agentmsg"
 )
 
 // Options are what every session's runner shares. Zero values mean the defaults
@@ -48,9 +47,9 @@ func (o Options) withDefaults() Options {
 }
 
 // NewProps is the factory a session spawns its runner with (session.Config.Agent).
-func NewProps(o Options) func(session.AgentSpec) *actor.Props {
+func NewProps(o Options) func(agentmsg.Spec) *actor.Props {
 	o = o.withDefaults()
-	return func(spec session.AgentSpec) *actor.Props {
+	return func(spec agentmsg.Spec) *actor.Props {
 		return actor.PropsFromProducer(func() actor.Actor { return newRunner(o, spec) })
 	}
 }

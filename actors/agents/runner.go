@@ -13,7 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	acp "github.com/coder/acp-go-sdk"
 
-	"github.com/termhost/termhost/actors/session"
+	"github.com/termhost/termhost/actors/agentmsg"
 	"github.com/termhost/termhost/pty"
 )
 
@@ -56,7 +56,7 @@ type sessionOpened struct {
 // promptDone: the agent answered session/prompt.
 type promptDone struct {
 	proc   *agentProc
-	prompt *session.AgentPrompt
+	prompt *agentmsg.Prompt
 	resp   acp.PromptResponse
 	err    error
 }
@@ -69,7 +69,7 @@ type procExited struct {
 // runner is one session's agent.
 type runner struct {
 	opts Options
-	spec session.AgentSpec
+	spec agentmsg.Spec
 	log  *slog.Logger
 
 	self, parent *actor.PID
@@ -91,18 +91,18 @@ type runner struct {
 	// sessionID is the agent's id for the conversation, once it has one.
 	sessionID string
 	// restarting: the process being started replaces one that crashed, whose
-	// reason is restartReason; its conversation is loaded, then AgentRestarted.
+	// reason is restartReason; its conversation is loaded, then agentmsg.Restarted.
 	restarting    bool
 	restartReason string
 	crashes       []time.Time
 	// lostReason says why the agent is lost, for the prompts that come after.
 	lostReason string
 
-	queue []*session.AgentPrompt
-	turn  *session.AgentPrompt // the prompt the agent is taking, nil when none
+	queue []*agentmsg.Prompt
+	turn  *agentmsg.Prompt // the prompt the agent is taking, nil when none
 }
 
-func newRunner(o Options, spec session.AgentSpec) *runner {
+func newRunner(o Options, spec agentmsg.Spec) *runner {
 	return &runner{opts: o, spec: spec, log: o.Logger.With("session", spec.Session, "agent", spec.Agent)}
 }
 
@@ -115,9 +115,9 @@ func (r *runner) Receive(ctx actor.Context) {
 		// A restart (the runner failed) makes a fresh runner, with a process of
 		// its own: this one's goes first.
 		r.stop()
-	case *session.AgentPrompt:
+	case *agentmsg.Prompt:
 		r.prompt(ctx, m)
-	case *session.AgentCancel:
+	case *agentmsg.Cancel:
 		r.cancelTurn(ctx, m)
 	case *initialized:
 		r.initialized(ctx, m)
@@ -284,19 +284,19 @@ func (r *runner) sessionOpened(ctx actor.Context, m *sessionOpened) {
 	r.phase = ready
 	if r.restarting {
 		r.restarting = false
-		r.send(ctx, &session.AgentRestarted{Reason: r.restartReason})
+		r.send(ctx, &agentmsg.Restarted{Reason: r.restartReason})
 	} else {
-		r.send(ctx, &session.AgentStarted{AgentSessionID: m.id})
+		r.send(ctx, &agentmsg.Started{AgentSessionID: m.id})
 	}
 	r.next(ctx)
 }
 
 // prompt queues a prompt; it runs when the agent is ready and the turn before it
 // ended.
-func (r *runner) prompt(ctx actor.Context, m *session.AgentPrompt) {
+func (r *runner) prompt(ctx actor.Context, m *agentmsg.Prompt) {
 	switch r.phase {
 	case lost:
-		r.send(ctx, &session.AgentTurnEnded{Chat: m.Chat, TurnID: m.TurnID, Err: "the agent is not running: " + r.lostReason})
+		r.send(ctx, &agentmsg.TurnEnded{Chat: m.Chat, TurnID: m.TurnID, Err: "the agent is not running: " + r.lostReason})
 		return
 	case stopping:
 		return
@@ -332,7 +332,7 @@ func (r *runner) promptDone(ctx actor.Context, m *promptDone) {
 		// The agent is gone: procExited ends the turn, with how it ended.
 		return
 	}
-	ended := &session.AgentTurnEnded{Chat: m.prompt.Chat, TurnID: m.prompt.TurnID, StopReason: string(m.resp.StopReason)}
+	ended := &agentmsg.TurnEnded{Chat: m.prompt.Chat, TurnID: m.prompt.TurnID, StopReason: string(m.resp.StopReason)}
 	if m.err != nil {
 		ended.StopReason, ended.Err = "", "the agent failed the turn: "+errorText(m.err)
 	}
@@ -353,7 +353,7 @@ func disconnected(p *agentProc) bool {
 
 // cancelTurn cancels a running turn (the agent ends it, as cancelled) or a queued
 // one (ended here).
-func (r *runner) cancelTurn(ctx actor.Context, m *session.AgentCancel) {
+func (r *runner) cancelTurn(ctx actor.Context, m *agentmsg.Cancel) {
 	if t := r.turn; t != nil && t.Chat == m.Chat && t.TurnID == m.TurnID {
 		proc, id := r.proc, acp.SessionId(r.sessionID)
 		r.goCall(func() {
@@ -370,7 +370,7 @@ func (r *runner) cancelTurn(ctx actor.Context, m *session.AgentCancel) {
 	for i, p := range r.queue {
 		if p.Chat == m.Chat && p.TurnID == m.TurnID {
 			r.queue = append(r.queue[:i:i], r.queue[i+1:]...)
-			r.send(ctx, &session.AgentTurnEnded{Chat: p.Chat, TurnID: p.TurnID, StopReason: string(acp.StopReasonCancelled)})
+			r.send(ctx, &agentmsg.TurnEnded{Chat: p.Chat, TurnID: p.TurnID, StopReason: string(acp.StopReasonCancelled)})
 			return
 		}
 	}
@@ -390,7 +390,7 @@ func (r *runner) procExited(ctx actor.Context, m *procExited) {
 	if t := r.turn; t != nil {
 		r.turn = nil
 		r.client.endTurn(t.Chat, t.TurnID)
-		r.send(ctx, &session.AgentTurnEnded{Chat: t.Chat, TurnID: t.TurnID, Err: "the agent stopped: " + exitReason(m.proc.err)})
+		r.send(ctx, &agentmsg.TurnEnded{Chat: t.Chat, TurnID: t.TurnID, Err: "the agent stopped: " + exitReason(m.proc.err)})
 	}
 	// Its terminals' ids died with it.
 	r.client.releaseOpen(stopWait, false)
@@ -434,9 +434,9 @@ func (r *runner) fail(ctx actor.Context, reason string) {
 func (r *runner) lose(ctx actor.Context, reason string) {
 	r.log.Warn("the agent is lost", "reason", reason)
 	r.phase, r.lostReason = lost, reason
-	r.send(ctx, &session.AgentLost{Reason: reason})
+	r.send(ctx, &agentmsg.Lost{Reason: reason})
 	for _, p := range r.queue {
-		r.send(ctx, &session.AgentTurnEnded{Chat: p.Chat, TurnID: p.TurnID, Err: "the agent is not running: " + reason})
+		r.send(ctx, &agentmsg.TurnEnded{Chat: p.Chat, TurnID: p.TurnID, Err: "the agent is not running: " + reason})
 	}
 	r.queue = nil
 }

@@ -14,8 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/termhost/termhost/actors/agentmsg"
 	"github.com/termhost/termhost/actors/agents"
-	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/messages/toolterm"
 )
@@ -26,9 +26,9 @@ import (
 // agent sent them; the turn ends as the agent ended it, after its actions.
 func TestStreamsWhatTheAgentSaysInOrder(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
-	started := first[*session.AgentStarted](h, "AgentStarted")
+	started := first[*agentmsg.Started](h, "agentmsg.Started")
 	if !strings.HasPrefix(started.AgentSessionID, "script-") {
-		t.Errorf("AgentStarted with id %q, want the agent's", started.AgentSessionID)
+		t.Errorf("agentmsg.Started with id %q, want the agent's", started.AgentSessionID)
 	}
 	turn := h.prompt("say hello there world", "think pondering deeply", "plan read it | write it", "say done")
 	end := h.ended(turn)
@@ -68,7 +68,7 @@ func TestStreamsWhatTheAgentSaysInOrder(t *testing.T) {
 		}
 	}
 	for i, m := range msgs {
-		if a, ok := m.(*session.AgentActions); ok && a.TurnID == turn && i > endAt {
+		if a, ok := m.(*agentmsg.Actions); ok && a.TurnID == turn && i > endAt {
 			t.Errorf("actions after the turn ended: %+v", a)
 		}
 	}
@@ -79,8 +79,8 @@ func TestStreamsWhatTheAgentSaysInOrder(t *testing.T) {
 // answers with is the agent's outcome.
 func TestPermissionGrantedThenRefused(t *testing.T) {
 	answers := []string{"allow", "reject"}
-	var asked []*session.AgentPermission
-	h := newHarness(t, harnessOptions{decide: func(p *session.AgentPermission) string {
+	var asked []*agentmsg.Permission
+	h := newHarness(t, harnessOptions{decide: func(p *agentmsg.Permission) string {
 		asked = append(asked, p)
 		return answers[len(asked)-1]
 	}})
@@ -96,8 +96,8 @@ func TestPermissionGrantedThenRefused(t *testing.T) {
 	}
 	for _, p := range asked {
 		if p.Chat != h.chat || p.TurnID != turn || p.Title != "Touch the file" || len(p.Options) != 2 ||
-			p.Options[0] != (session.PermissionOption{ID: "allow", Name: "Allow", Kind: "allow_once"}) ||
-			p.Options[1] != (session.PermissionOption{ID: "reject", Name: "Refuse", Kind: "reject_once"}) {
+			p.Options[0] != (agentmsg.PermissionOption{ID: "allow", Name: "Allow", Kind: "allow_once"}) ||
+			p.Options[1] != (agentmsg.PermissionOption{ID: "reject", Name: "Refuse", Kind: "reject_once"}) {
 			t.Errorf("permission %+v", p)
 		}
 	}
@@ -107,13 +107,13 @@ func TestPermissionGrantedThenRefused(t *testing.T) {
 		startedAt, askedAt := -1, -1
 		for i, m := range msgs {
 			switch m := m.(type) {
-			case *session.AgentActions:
+			case *agentmsg.Actions:
 				for _, a := range m.Actions {
 					if s, ok := a.(messages.ChatToolCallStartAction); ok && s.ToolCallID == p.ToolCallID {
 						startedAt = i
 					}
 				}
-			case *session.AgentPermission:
+			case *agentmsg.Permission:
 				if m == p {
 					askedAt = i
 				}
@@ -230,29 +230,29 @@ func TestFilesOnlyInTheSessionFolder(t *testing.T) {
 
 // TestCrashRestartsAndLoadsTheConversation: an agent that can load sessions and
 // crashes mid-turn ends the turn with an error, is started again with the same
-// conversation (AgentRestarted, no second AgentStarted), and takes the next turn.
+// conversation (agentmsg.Restarted, no second agentmsg.Started), and takes the next turn.
 func TestCrashRestartsAndLoadsTheConversation(t *testing.T) {
 	h := newHarness(t, harnessOptions{argv: []string{scriptAgent, "--load"}})
-	started := first[*session.AgentStarted](h, "AgentStarted")
+	started := first[*agentmsg.Started](h, "agentmsg.Started")
 	turn := h.prompt("say before", "crash")
 	end := h.ended(turn)
 	if end.Err != "the agent stopped: exit status 1" {
 		t.Errorf("the crashed turn ended %+v", end)
 	}
-	restarted := first[*session.AgentRestarted](h, "AgentRestarted")
+	restarted := first[*agentmsg.Restarted](h, "agentmsg.Restarted")
 	if restarted.Reason != "it stopped (exit status 1)" {
-		t.Errorf("AgentRestarted reason %q", restarted.Reason)
+		t.Errorf("agentmsg.Restarted reason %q", restarted.Reason)
 	}
 	next := h.prompt("say after")
 	if end := h.ended(next); end.Err != "" || h.said(next) != "after" {
 		t.Errorf("the turn after the restart ended %+v saying %q", end, h.said(next))
 	}
 	for _, m := range h.rec.all() {
-		if s, ok := m.(*session.AgentStarted); ok && s != started {
-			t.Errorf("a second AgentStarted %+v", s)
+		if s, ok := m.(*agentmsg.Started); ok && s != started {
+			t.Errorf("a second agentmsg.Started %+v", s)
 		}
-		if l, ok := m.(*session.AgentLost); ok {
-			t.Errorf("AgentLost %+v", l)
+		if l, ok := m.(*agentmsg.Lost); ok {
+			t.Errorf("agentmsg.Lost %+v", l)
 		}
 	}
 }
@@ -266,9 +266,9 @@ func TestCrashWithoutLoadIsLost(t *testing.T) {
 	if end := h.ended(turn); end.Err != "the agent stopped: exit status 1" {
 		t.Errorf("the crashed turn ended %+v", end)
 	}
-	lost := first[*session.AgentLost](h, "AgentLost")
+	lost := first[*agentmsg.Lost](h, "agentmsg.Lost")
 	if lost.Reason != "it stopped (exit status 1) and cannot resume the conversation" {
-		t.Errorf("AgentLost reason %q", lost.Reason)
+		t.Errorf("agentmsg.Lost reason %q", lost.Reason)
 	}
 	next := h.prompt("say after")
 	if end := h.ended(next); !strings.HasPrefix(end.Err, "the agent is not running: it stopped") {
@@ -281,11 +281,11 @@ func TestCrashWithoutLoadIsLost(t *testing.T) {
 func TestCrashesPastTheLimitAreLost(t *testing.T) {
 	h := newHarness(t, harnessOptions{argv: []string{scriptAgent, "--load"}, opts: agents.Options{RestartLimit: 1}})
 	h.ended(h.prompt("crash"))
-	first[*session.AgentRestarted](h, "AgentRestarted")
+	first[*agentmsg.Restarted](h, "agentmsg.Restarted")
 	h.ended(h.prompt("crash"))
-	lost := first[*session.AgentLost](h, "AgentLost")
+	lost := first[*agentmsg.Lost](h, "agentmsg.Lost")
 	if !strings.Contains(lost.Reason, "2 times within 1m0s") {
-		t.Errorf("AgentLost reason %q", lost.Reason)
+		t.Errorf("agentmsg.Lost reason %q", lost.Reason)
 	}
 }
 
@@ -297,11 +297,11 @@ func TestCancelEndsTheTurnCancelled(t *testing.T) {
 	turn := h.prompt("say zzz", "sleep 20000", "say woke")
 	queued := h.prompt("say never")
 	h.waitFor("the agent saying zzz", func([]any) bool { return h.said(turn) == "zzz" })
-	h.system.Root.Send(h.runner, &session.AgentCancel{Chat: h.chat, TurnID: queued})
+	h.system.Root.Send(h.runner, &agentmsg.Cancel{Chat: h.chat, TurnID: queued})
 	if end := h.ended(queued); end.StopReason != "cancelled" || end.Err != "" {
 		t.Errorf("the queued turn ended %+v", end)
 	}
-	h.system.Root.Send(h.runner, &session.AgentCancel{Chat: h.chat, TurnID: turn})
+	h.system.Root.Send(h.runner, &agentmsg.Cancel{Chat: h.chat, TurnID: turn})
 	if end := h.ended(turn); end.StopReason != "cancelled" || end.Err != "" {
 		t.Errorf("the cancelled turn ended %+v", end)
 	}
@@ -318,19 +318,19 @@ func TestCancelEndsTheTurnCancelled(t *testing.T) {
 func TestCancelAnswersAWaitingPermission(t *testing.T) {
 	h := newHarness(t, harnessOptions{}) // nobody answers
 	turn := h.prompt("ask")
-	first[*session.AgentPermission](h, "AgentPermission")
-	h.system.Root.Send(h.runner, &session.AgentCancel{Chat: h.chat, TurnID: turn})
+	first[*agentmsg.Permission](h, "agentmsg.Permission")
+	h.system.Root.Send(h.runner, &agentmsg.Cancel{Chat: h.chat, TurnID: turn})
 	if end := h.ended(turn); end.StopReason != "cancelled" {
 		t.Errorf("the turn ended %+v", end)
 	}
 }
 
 // TestUnknownAgentIsLost: a session naming an agent the host does not have gets
-// AgentLost, and its turns end at once.
+// agentmsg.Lost, and its turns end at once.
 func TestUnknownAgentIsLost(t *testing.T) {
 	h := newHarness(t, harnessOptions{agent: "nope"})
-	if lost := first[*session.AgentLost](h, "AgentLost"); !strings.Contains(lost.Reason, `no agent "nope"`) {
-		t.Errorf("AgentLost %+v", lost)
+	if lost := first[*agentmsg.Lost](h, "agentmsg.Lost"); !strings.Contains(lost.Reason, `no agent "nope"`) {
+		t.Errorf("agentmsg.Lost %+v", lost)
 	}
 	if end := h.ended(h.prompt("say hi")); end.Err == "" {
 		t.Errorf("a turn for no agent ended %+v", end)
@@ -391,13 +391,13 @@ func TestMCPServerOffered(t *testing.T) {
 func TestResumesAnEarlierConversation(t *testing.T) {
 	t.Run("load", func(t *testing.T) {
 		h := newHarness(t, harnessOptions{argv: []string{scriptAgent, "--load"}, agentSessionID: "earlier-1"})
-		if started := first[*session.AgentStarted](h, "AgentStarted"); started.AgentSessionID != "earlier-1" {
+		if started := first[*agentmsg.Started](h, "agentmsg.Started"); started.AgentSessionID != "earlier-1" {
 			t.Errorf("an agent that loads sessions started %+v, want the earlier conversation", started)
 		}
 	})
 	t.Run("new", func(t *testing.T) {
 		h := newHarness(t, harnessOptions{agentSessionID: "earlier-1"})
-		if started := first[*session.AgentStarted](h, "AgentStarted"); started.AgentSessionID == "earlier-1" || started.AgentSessionID == "" {
+		if started := first[*agentmsg.Started](h, "agentmsg.Started"); started.AgentSessionID == "earlier-1" || started.AgentSessionID == "" {
 			t.Errorf("an agent that cannot load sessions started %+v, want a new conversation", started)
 		}
 	})
@@ -407,7 +407,7 @@ func TestResumesAnEarlierConversation(t *testing.T) {
 // saying why.
 func TestAgentThatCannotStartIsLost(t *testing.T) {
 	h := newHarness(t, harnessOptions{argv: []string{"/nonexistent/agent"}})
-	if lost := first[*session.AgentLost](h, "AgentLost"); !strings.Contains(lost.Reason, "could not start") || !strings.Contains(lost.Reason, "/nonexistent/agent") {
-		t.Errorf("AgentLost %+v", lost)
+	if lost := first[*agentmsg.Lost](h, "agentmsg.Lost"); !strings.Contains(lost.Reason, "could not start") || !strings.Contains(lost.Reason, "/nonexistent/agent") {
+		t.Errorf("agentmsg.Lost %+v", lost)
 	}
 }

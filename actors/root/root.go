@@ -12,6 +12,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/actors/agentmsg"
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/session"
@@ -62,7 +63,7 @@ type Options struct {
 	// makes the runner of a session made with one (session.Config.Agent); without
 	// it no agent is listed.
 	Agents []string
-	Agent  func(session.AgentSpec) *actor.Props
+	Agent  func(agentmsg.Spec) *actor.Props
 	// OnConfig, when set, is told root config's values after every change, from the
 	// root's mailbox: it must not block, and the map is its own.
 	OnConfig func(values map[string]any)

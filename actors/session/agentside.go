@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/actors/agentmsg"
 	"github.com/termhost/termhost/actors/backendterm"
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/messages"
@@ -54,7 +55,7 @@ const (
 // agentChat is what a chat holds of the turns its agent takes.
 type agentChat struct {
 	// agentTurn is the turn the agent is taking: prompted, not yet ended by an
-	// AgentTurnEnded. It is the chat's active turn unless a `!` command took its
+	// agentmsg.TurnEnded. It is the chat's active turn unless a `!` command took its
 	// place, in which case the agent is asked to stop and the gate waits for it.
 	agentTurn  string
 	agentSince time.Time
@@ -77,7 +78,7 @@ func (a *agentChat) init() {
 // permission is one question of the agent's, shown as a tool call of its turn.
 type permission struct {
 	turnID  string
-	options []PermissionOption
+	options []agentmsg.PermissionOption
 	reply   chan<- string
 }
 
@@ -122,7 +123,7 @@ func (s *session) startAgent(ctx actor.Context) {
 		s.agentGone = "this host no longer runs it"
 		return
 	}
-	spec := AgentSpec{Session: s.uri, Agent: name, AgentSessionID: s.record.AgentSessionID,
+	spec := agentmsg.Spec{Session: s.uri, Agent: name, AgentSessionID: s.record.AgentSessionID,
 		WorkingDirectories: append([]string(nil), s.record.WorkingDirectories...), Root: s.root,
 		Terminals: backendterm.NewTerminals(ctx.ActorSystem(), s.root, s.store), Writes: s.writes}
 	props := s.cfg.Agent(spec)
@@ -178,7 +179,7 @@ func (s *session) promptAgent(ctx actor.Context, c *chat, turnID string, msg mes
 		}
 	}
 	c.agentTurn, c.agentSince = turnID, time.Now()
-	ctx.Send(s.agent, &AgentPrompt{Chat: c.uri, TurnID: turnID, Text: msg.Text(), By: by})
+	ctx.Send(s.agent, &agentmsg.Prompt{Chat: c.uri, TurnID: turnID, Text: msg.Text(), By: by})
 }
 
 // agentTakes reports whether the agent is the one to take a message: a session with
@@ -211,7 +212,7 @@ var agentActionTypes = map[string]bool{
 
 // agentActions applies a running turn's actions to its chat, in order; those of a
 // turn that is no longer the chat's active one are dropped.
-func (s *session) agentActions(m *AgentActions) {
+func (s *session) agentActions(m *agentmsg.Actions) {
 	c := s.chats[m.Chat]
 	if c == nil || m.TurnID == "" || c.agentTurn != m.TurnID || c.state.ActiveTurnID() != m.TurnID {
 		s.cfg.Logger.Debug("agent actions for a turn that is not running are dropped", "session", s.uri, "chat", m.Chat, "turn", m.TurnID, "actions", len(m.Actions))
@@ -250,7 +251,7 @@ func (s *session) agentAction(c *chat, turnID string, a any) {
 // agentPermission shows the agent's question as its tool call awaiting confirmation,
 // with the agent's choices as the call's options. A question of a turn that is not
 // running is answered "" at once.
-func (s *session) agentPermission(ctx actor.Context, m *AgentPermission) {
+func (s *session) agentPermission(ctx actor.Context, m *agentmsg.Permission) {
 	c := s.chats[m.Chat]
 	if c == nil || m.ToolCallID == "" || c.agentTurn != m.TurnID || c.state.ActiveTurnID() != m.TurnID {
 		answer(m.Reply, "")
@@ -272,7 +273,7 @@ func (s *session) agentPermission(ctx actor.Context, m *AgentPermission) {
 		return
 	}
 	s.chatAction(c, permissionReady{TurnID: m.TurnID, ToolCallID: m.ToolCallID, Title: m.Title, ToolInput: input, Options: m.Options})
-	c.permissions[m.ToolCallID] = &permission{turnID: m.TurnID, options: append([]PermissionOption(nil), m.Options...), reply: m.Reply}
+	c.permissions[m.ToolCallID] = &permission{turnID: m.TurnID, options: append([]agentmsg.PermissionOption(nil), m.Options...), reply: m.Reply}
 }
 
 // activeToolCall is the status and input of the active turn's tool call with that id
@@ -308,7 +309,7 @@ func activeToolCall(st messages.ChatState, toolCallID string) (status string, in
 type permissionReady struct {
 	TurnID, ToolCallID, Title string
 	ToolInput                 any
-	Options                   []PermissionOption
+	Options                   []agentmsg.PermissionOption
 }
 
 type confirmationOption struct {
@@ -360,7 +361,7 @@ func allows(kind string) bool { return !strings.HasPrefix(kind, "reject") }
 // approved, or names no option of the agent's, is refused with the reason.
 func (p *permission) choose(approved bool, selected string) (id, refusal string) {
 	if selected != "" {
-		i := slices.IndexFunc(p.options, func(o PermissionOption) bool { return o.ID == selected })
+		i := slices.IndexFunc(p.options, func(o agentmsg.PermissionOption) bool { return o.ID == selected })
 		switch {
 		case i < 0:
 			return "", fmt.Sprintf("the agent offered no option %q", selected)
@@ -499,7 +500,7 @@ func (s *session) cancelAgentTurn(ctx actor.Context, c *chat, m *channel.Dispatc
 	s.askAgentToStop(ctx, c, m, folded)
 }
 
-// askAgentToStop sends AgentCancel for the chat's agent turn and starts the grace the
+// askAgentToStop sends agentmsg.Cancel for the chat's agent turn and starts the grace the
 // agent has to end it; dispatch is the client's cancel, nil for the host's.
 func (s *session) askAgentToStop(ctx actor.Context, c *chat, dispatch *channel.Dispatch, folded map[string]any) {
 	turnID := c.agentTurn
@@ -507,7 +508,7 @@ func (s *session) askAgentToStop(ctx actor.Context, c *chat, dispatch *channel.D
 	c.cancelling = &cancelling{turnID: turnID, dispatch: dispatch, folded: folded,
 		timer: time.AfterFunc(s.cfg.AgentCancelGrace, func() { system.Root.Send(self, &agentCancelLapsed{chat: chatURI, turnID: turnID}) })}
 	if s.agent != nil {
-		ctx.Send(s.agent, &AgentCancel{Chat: c.uri, TurnID: turnID})
+		ctx.Send(s.agent, &agentmsg.Cancel{Chat: c.uri, TurnID: turnID})
 	}
 }
 
@@ -544,7 +545,7 @@ func (s *session) displaceAgentTurn(ctx actor.Context, c *chat) {
 
 // agentTurnEnded ends the agent's turn as the agent ended it, answers its open
 // questions with "", and starts the next queued message.
-func (s *session) agentTurnEnded(ctx actor.Context, m *AgentTurnEnded) {
+func (s *session) agentTurnEnded(ctx actor.Context, m *agentmsg.TurnEnded) {
 	c := s.chats[m.Chat]
 	if c == nil || c.agentTurn == "" || c.agentTurn != m.TurnID {
 		s.cfg.Logger.Debug("the end of an agent turn that is not running is dropped", "session", s.uri, "chat", m.Chat, "turn", m.TurnID)
@@ -578,7 +579,7 @@ func (s *session) agentTurnEnded(ctx actor.Context, m *AgentTurnEnded) {
 }
 
 // agentCancelLapsed ends a cancelled turn the agent did not end in time, as
-// cancelled; an AgentTurnEnded for it after this is dropped.
+// cancelled; an agentmsg.TurnEnded for it after this is dropped.
 func (s *session) agentCancelLapsed(ctx actor.Context, m *agentCancelLapsed) {
 	c := s.chats[m.chat]
 	if c == nil || c.cancelling == nil || c.cancelling.turnID != m.turnID || c.agentTurn != m.turnID {
@@ -614,7 +615,7 @@ func (s *session) endAgentTurn(ctx actor.Context, c *chat, errText string, tell 
 	s.answerPermissions(c, turnID)
 	cn := c.takeCancel(turnID)
 	if tell && s.agent != nil {
-		ctx.Send(s.agent, &AgentCancel{Chat: c.uri, TurnID: turnID})
+		ctx.Send(s.agent, &agentmsg.Cancel{Chat: c.uri, TurnID: turnID})
 	}
 	c.agentTurn = ""
 	if errText == "" || c.busy != turnID || c.state.ActiveTurnID() != turnID {
@@ -630,7 +631,7 @@ func (s *session) endAgentTurn(ctx actor.Context, c *chat, errText string, tell 
 
 // agentStarted keeps the agent's id for its conversation in the session's record, for
 // the agent to resume it after the host restarts.
-func (s *session) agentStarted(m *AgentStarted) {
+func (s *session) agentStarted(m *agentmsg.Started) {
 	if m.AgentSessionID == "" || m.AgentSessionID == s.record.AgentSessionID {
 		return
 	}
@@ -640,7 +641,7 @@ func (s *session) agentStarted(m *AgentStarted) {
 
 // agentRestarted: the agent crashed and came back with its conversation. A turn it
 // was taking was lost with the process; every chat says what happened.
-func (s *session) agentRestarted(ctx actor.Context, m *AgentRestarted) {
+func (s *session) agentRestarted(ctx actor.Context, m *agentmsg.Restarted) {
 	reason := strings.TrimSpace(m.Reason)
 	if reason == "" {
 		reason = "it stopped unexpectedly"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/actors/agentmsg"
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/messages"
@@ -18,20 +19,20 @@ import (
 // fakeRunner stands in for an agent runner: it hands the test what the session sends
 // it, and the test answers as a runner would, sending to the session.
 type fakeRunner struct {
-	specs   chan session.AgentSpec
+	specs   chan agentmsg.Spec
 	got     chan any
 	stopped chan struct{}
 }
 
 func newFakeRunner() *fakeRunner {
-	return &fakeRunner{specs: make(chan session.AgentSpec, 4), got: make(chan any, 64), stopped: make(chan struct{}, 4)}
+	return &fakeRunner{specs: make(chan agentmsg.Spec, 4), got: make(chan any, 64), stopped: make(chan struct{}, 4)}
 }
 
-func (f *fakeRunner) props(spec session.AgentSpec) *actor.Props {
+func (f *fakeRunner) props(spec agentmsg.Spec) *actor.Props {
 	f.specs <- spec
 	return actor.PropsFromFunc(func(ctx actor.Context) {
 		switch m := ctx.Message().(type) {
-		case *session.AgentPrompt, *session.AgentCancel:
+		case *agentmsg.Prompt, *agentmsg.Cancel:
 			f.got <- m
 		case *actor.Stopping:
 			f.stopped <- struct{}{}
@@ -51,10 +52,10 @@ func (f *fakeRunner) next(t *testing.T) any {
 	}
 }
 
-func (f *fakeRunner) prompt(t *testing.T) *session.AgentPrompt {
+func (f *fakeRunner) prompt(t *testing.T) *agentmsg.Prompt {
 	t.Helper()
 	m := f.next(t)
-	p, ok := m.(*session.AgentPrompt)
+	p, ok := m.(*agentmsg.Prompt)
 	if !ok {
 		t.Fatalf("the runner was sent %T %+v, want a prompt", m, m)
 	}
@@ -146,10 +147,10 @@ func TestAgentTurnStreamsInOrderAndCompletes(t *testing.T) {
 		map[string]any{"type": messages.ChatDelta, "turnId": "other", "partId": "p1", "content": "NOT THIS"},
 		messages.ChatTurnCompleteAction{TurnID: "t1"},
 		map[string]any{"type": messages.ChatDelta, "turnId": "t1", "partId": "p1", "content": ", world"})
-	h.system.Root.Send(h.session, &session.AgentActions{Chat: h.chat, TurnID: "t1", Actions: actions})
+	h.system.Root.Send(h.session, &agentmsg.Actions{Chat: h.chat, TurnID: "t1", Actions: actions})
 	// Actions for a turn that is not running go nowhere.
-	h.system.Root.Send(h.session, &session.AgentActions{Chat: h.chat, TurnID: "t0", Actions: markdown("t0", "p0", "old", "")})
-	h.system.Root.Send(h.session, &session.AgentTurnEnded{Chat: h.chat, TurnID: "t1", StopReason: "end_turn"})
+	h.system.Root.Send(h.session, &agentmsg.Actions{Chat: h.chat, TurnID: "t0", Actions: markdown("t0", "p0", "old", "")})
+	h.system.Root.Send(h.session, &agentmsg.TurnEnded{Chat: h.chat, TurnID: "t1", StopReason: "end_turn"})
 	end, _ := h.log.waitFor(t, 0, "t1's turnComplete", isType(messages.ChatTurnComplete, "t1"))
 
 	var deltas []string
@@ -172,8 +173,8 @@ func TestAgentTurnStreamsInOrderAndCompletes(t *testing.T) {
 		t.Fatalf("the chat after the turn: %+v", st)
 	}
 	// Actions after the end are dropped, and so is a second end.
-	h.system.Root.Send(h.session, &session.AgentActions{Chat: h.chat, TurnID: "t1", Actions: markdown("t1", "p2", "late", "")})
-	h.system.Root.Send(h.session, &session.AgentTurnEnded{Chat: h.chat, TurnID: "t1", Err: "late"})
+	h.system.Root.Send(h.session, &agentmsg.Actions{Chat: h.chat, TurnID: "t1", Actions: markdown("t1", "p2", "late", "")})
+	h.system.Root.Send(h.session, &agentmsg.TurnEnded{Chat: h.chat, TurnID: "t1", Err: "late"})
 	if st := h.agentSnapshot(); len(st.Turns) != 1 || len(st.Turns[0].ResponseParts) != 1 {
 		t.Fatalf("the chat after late actions: %+v", st)
 	}
@@ -196,7 +197,7 @@ func TestAgentTurnGate(t *testing.T) {
 	h.log.waitFor(t, 0, "the queued message", func(s seen) bool { return s.typ == messages.ChatPendingMessageSet })
 	f.quiet(t, h)
 
-	h.system.Root.Send(h.session, &session.AgentTurnEnded{Chat: h.chat, TurnID: "t1", Err: "the model is overloaded"})
+	h.system.Root.Send(h.session, &agentmsg.TurnEnded{Chat: h.chat, TurnID: "t1", Err: "the model is overloaded"})
 	_, e := h.log.waitFor(t, 0, "t1's error", isType(messages.ChatError, "t1"))
 	var errAction struct{ Error messages.ErrorInfo }
 	_ = json.Unmarshal(e.env.Action, &errAction)
@@ -207,7 +208,7 @@ func TestAgentTurnGate(t *testing.T) {
 	if p.Text != "queued for the agent" || p.By != "ann" || !strings.HasPrefix(p.TurnID, "turn-") {
 		t.Fatalf("the queued message's prompt %+v", p)
 	}
-	h.system.Root.Send(h.session, &session.AgentTurnEnded{Chat: h.chat, TurnID: p.TurnID, StopReason: "max_tokens"})
+	h.system.Root.Send(h.session, &agentmsg.TurnEnded{Chat: h.chat, TurnID: p.TurnID, StopReason: "max_tokens"})
 	h.log.waitFor(t, 0, "the queued turn's completion", isType(messages.ChatTurnComplete, p.TurnID))
 
 	// A command is the host's: it runs in a terminal, and the agent hears nothing.
@@ -228,10 +229,10 @@ func TestAgentPermission(t *testing.T) {
 	h, f := newAgentHarness(t, harnessOptions{})
 	h.say("t1", "do something risky")
 	f.prompt(t)
-	options := []session.PermissionOption{{ID: "never", Name: "Always refuse", Kind: "reject_always"}, {ID: "yes", Name: "Allow", Kind: "allow_once"},
+	options := []agentmsg.PermissionOption{{ID: "never", Name: "Always refuse", Kind: "reject_always"}, {ID: "yes", Name: "Allow", Kind: "allow_once"},
 		{ID: "always", Name: "Always allow", Kind: "allow_always"}, {ID: "no", Name: "Refuse", Kind: "reject_once"}}
 	reply := make(chan string, 1)
-	h.system.Root.Send(h.session, &session.AgentPermission{Chat: h.chat, TurnID: "t1", ToolCallID: "call-1", Title: "Run rm -rf build", Options: options, Reply: reply})
+	h.system.Root.Send(h.session, &agentmsg.Permission{Chat: h.chat, TurnID: "t1", ToolCallID: "call-1", Title: "Run rm -rf build", Options: options, Reply: reply})
 	i, ready := h.log.waitFor(t, 0, "the question", isType(messages.ChatToolCallReady, "t1"))
 	var shown struct {
 		InvocationMessage string
@@ -294,7 +295,7 @@ func TestAgentPermission(t *testing.T) {
 		"call-2b": {"approved": false, "reason": "denied"},
 	} {
 		reply := make(chan string, 1)
-		h.system.Root.Send(h.session, &session.AgentPermission{Chat: h.chat, TurnID: "t1", ToolCallID: call, Title: "Write /etc/hosts", Options: options, Reply: reply})
+		h.system.Root.Send(h.session, &agentmsg.Permission{Chat: h.chat, TurnID: "t1", ToolCallID: call, Title: "Write /etc/hosts", Options: options, Reply: reply})
 		h.log.waitFor(t, 0, "the question "+call, func(s seen) bool {
 			return s.typ == messages.ChatToolCallReady && s.str("toolCallId") == call
 		})
@@ -309,11 +310,11 @@ func TestAgentPermission(t *testing.T) {
 	// Open when the turn ends: answered "". A reply nobody reads yet does not stall
 	// the session.
 	third := make(chan string)
-	h.system.Root.Send(h.session, &session.AgentPermission{Chat: h.chat, TurnID: "t1", ToolCallID: "call-3", Title: "Push", Options: options, Reply: third})
+	h.system.Root.Send(h.session, &agentmsg.Permission{Chat: h.chat, TurnID: "t1", ToolCallID: "call-3", Title: "Push", Options: options, Reply: third})
 	h.log.waitFor(t, 0, "the third question", func(s seen) bool {
 		return s.typ == messages.ChatToolCallReady && s.str("toolCallId") == "call-3"
 	})
-	h.system.Root.Send(h.session, &session.AgentTurnEnded{Chat: h.chat, TurnID: "t1", StopReason: "end_turn"})
+	h.system.Root.Send(h.session, &agentmsg.TurnEnded{Chat: h.chat, TurnID: "t1", StopReason: "end_turn"})
 	h.log.waitFor(t, 0, "t1's completion", isType(messages.ChatTurnComplete, "t1"))
 	select {
 	case id := <-third:
@@ -325,7 +326,7 @@ func TestAgentPermission(t *testing.T) {
 	}
 	// A question of a turn that is not running is answered at once.
 	late := make(chan string, 1)
-	h.system.Root.Send(h.session, &session.AgentPermission{Chat: h.chat, TurnID: "t1", ToolCallID: "call-4", Options: options, Reply: late})
+	h.system.Root.Send(h.session, &agentmsg.Permission{Chat: h.chat, TurnID: "t1", ToolCallID: "call-4", Options: options, Reply: late})
 	if id := <-late; id != "" {
 		t.Fatalf("a late question was answered %q", id)
 	}
@@ -349,14 +350,14 @@ func TestAgentCancel(t *testing.T) {
 	h.say("t1", "sleep a while")
 	f.prompt(t)
 	h.dispatch(h.chat, map[string]any{"type": messages.ChatTurnCancelled, "turnId": "t1", "duration": 5})
-	c, ok := f.next(t).(*session.AgentCancel)
+	c, ok := f.next(t).(*agentmsg.Cancel)
 	if !ok || c.TurnID != "t1" || c.Chat != h.chat {
 		t.Fatalf("the runner was sent %+v", c)
 	}
 	if st := h.agentSnapshot(); st.ActiveTurn == nil {
 		t.Fatal("the turn ended before the agent ended it")
 	}
-	h.system.Root.Send(h.session, &session.AgentTurnEnded{Chat: h.chat, TurnID: "t1", StopReason: "cancelled"})
+	h.system.Root.Send(h.session, &agentmsg.TurnEnded{Chat: h.chat, TurnID: "t1", StopReason: "cancelled"})
 	_, echo := h.log.waitFor(t, 0, "the cancel", isType(messages.ChatTurnCancelled, "t1"))
 	if echo.env.Origin == nil || echo.env.Origin.ClientID != "unit" {
 		t.Fatalf("the cancel was not echoed as the client's: %+v", echo.env)
@@ -371,7 +372,7 @@ func TestAgentCancel(t *testing.T) {
 	h.dispatch(h.chat, map[string]any{"type": messages.ChatTurnCancelled, "turnId": "t2", "duration": 5})
 	f.next(t)
 	h.log.waitFor(t, 0, "t2 cancelled after the grace", isType(messages.ChatTurnCancelled, "t2"))
-	h.system.Root.Send(h.session, &session.AgentTurnEnded{Chat: h.chat, TurnID: "t2", StopReason: "end_turn"})
+	h.system.Root.Send(h.session, &agentmsg.TurnEnded{Chat: h.chat, TurnID: "t2", StopReason: "end_turn"})
 	h.say("t3", "next")
 	if p := f.prompt(t); p.TurnID != "t3" {
 		t.Fatalf("prompt %+v", p)
@@ -388,14 +389,14 @@ func TestAgentCommandTakesTheTurnsPlace(t *testing.T) {
 	h.say("t1", "think hard")
 	f.prompt(t)
 	h.say("t2", "!echo meanwhile")
-	if c, ok := f.next(t).(*session.AgentCancel); !ok || c.TurnID != "t1" {
+	if c, ok := f.next(t).(*agentmsg.Cancel); !ok || c.TurnID != "t1" {
 		t.Fatalf("the runner was sent %+v", c)
 	}
 	h.completedResult(0, "t2")
 	h.queue("q1", "after the command")
 	h.log.waitFor(t, 0, "the queued message", func(s seen) bool { return s.typ == messages.ChatPendingMessageSet })
 	f.quiet(t, h)
-	h.system.Root.Send(h.session, &session.AgentTurnEnded{Chat: h.chat, TurnID: "t1", StopReason: "cancelled"})
+	h.system.Root.Send(h.session, &agentmsg.TurnEnded{Chat: h.chat, TurnID: "t1", StopReason: "cancelled"})
 	if p := f.prompt(t); p.Text != "after the command" {
 		t.Fatalf("prompt %+v", p)
 	}
@@ -414,7 +415,7 @@ func TestAgentWake(t *testing.T) {
 	h.system.Root.Send(h.session, &session.Wake{Chat: h.chat, Text: "monitor fired", By: "cy"})
 	h.log.waitFor(t, 0, "the second wake queued", isType(messages.ChatPendingMessageSet, ""))
 	f.quiet(t, h)
-	h.system.Root.Send(h.session, &session.AgentTurnEnded{Chat: h.chat, TurnID: p.TurnID, StopReason: "end_turn"})
+	h.system.Root.Send(h.session, &agentmsg.TurnEnded{Chat: h.chat, TurnID: p.TurnID, StopReason: "end_turn"})
 	if p := f.prompt(t); p.Text != "monitor fired" || p.By != "cy" {
 		t.Fatalf("the queued wake's prompt %+v", p)
 	}
@@ -427,7 +428,7 @@ func TestAgentRestartedAndLost(t *testing.T) {
 	h, f := newAgentHarness(t, harnessOptions{})
 	h.say("t1", "crash")
 	f.prompt(t)
-	h.system.Root.Send(h.session, &session.AgentRestarted{Reason: "the agent exited with code 3"})
+	h.system.Root.Send(h.session, &agentmsg.Restarted{Reason: "the agent exited with code 3"})
 	h.log.waitFor(t, 0, "t1's error", isType(messages.ChatError, "t1"))
 	_, n := h.log.waitFor(t, 0, "the notice", func(s seen) bool {
 		return s.typ == messages.ChatTurnStarted && messageOf(t, s).Origin.Kind == messages.OriginSystemNotification
@@ -440,7 +441,7 @@ func TestAgentRestartedAndLost(t *testing.T) {
 
 	h.say("t2", "still there?")
 	f.prompt(t)
-	h.system.Root.Send(h.session, &session.AgentLost{Reason: "it crashed 4 times in a minute"})
+	h.system.Root.Send(h.session, &agentmsg.Lost{Reason: "it crashed 4 times in a minute"})
 	_, e := h.log.waitFor(t, 0, "t2's error", isType(messages.ChatError, "t2"))
 	if !strings.Contains(string(e.env.Action), "is gone") {
 		t.Fatalf("t2 ended with %s", e.env.Action)
@@ -466,7 +467,7 @@ func TestAgentSessionRecord(t *testing.T) {
 	}
 	h, f := newAgentHarness(t, harnessOptions{store: store})
 	<-f.specs
-	h.system.Root.Send(h.session, &session.AgentStarted{AgentSessionID: "acp-42"})
+	h.system.Root.Send(h.session, &agentmsg.Started{AgentSessionID: "acp-42"})
 	// The write is off the mailbox; a shutdown answers once it landed.
 	if _, err := h.system.Root.RequestFuture(h.session, &channel.Shutdown{}, waitTimeout).Result(); err != nil {
 		t.Fatal(err)

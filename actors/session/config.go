@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/actors/agentmsg"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/persistence"
 )
@@ -40,9 +41,9 @@ type Config struct {
 	// Agent makes the props of a session's agent runner, spawned as a child of a
 	// session made with an agent when it starts, and stopped with it (agent.go). Nil:
 	// no session has an agent.
-	Agent func(AgentSpec) *actor.Props
+	Agent func(agentmsg.Spec) *actor.Props
 	// AgentCancelGrace is how long a client's cancel of an agent's turn waits for
-	// the agent to end it (AgentTurnEnded) before the session ends it as cancelled
+	// the agent to end it (agentmsg.TurnEnded) before the session ends it as cancelled
 	// itself. Default 10 s.
 	AgentCancelGrace time.Duration
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/actors/agentmsg"
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/terminal"
@@ -234,17 +235,17 @@ func (s *session) Receive(ctx actor.Context) {
 		s.wake(ctx, m)
 	case *ToolServiceQuery:
 		s.toolService(ctx)
-	case *AgentActions:
+	case *agentmsg.Actions:
 		s.agentActions(m)
-	case *AgentPermission:
+	case *agentmsg.Permission:
 		s.agentPermission(ctx, m)
-	case *AgentTurnEnded:
+	case *agentmsg.TurnEnded:
 		s.agentTurnEnded(ctx, m)
-	case *AgentStarted:
+	case *agentmsg.Started:
 		s.agentStarted(m)
-	case *AgentRestarted:
+	case *agentmsg.Restarted:
 		s.agentRestarted(ctx, m)
-	case *AgentLost:
+	case *agentmsg.Lost:
 		s.agentLost(ctx, m.Reason)
 	case *agentCancelLapsed:
 		s.agentCancelLapsed(ctx, m)
@@ -347,7 +348,7 @@ func (s *session) shutdown(ctx actor.Context) {
 	// The agent and the tool service stop now, while the root still holds the
 	// terminals they keep and release as they stop; the root disposes the rest once
 	// every session is done. The writes they began as they stopped are counted once
-	// they have (ToolServiceSpec.Writes, AgentSpec.Writes).
+	// they have (ToolServiceSpec.Writes, agentmsg.Spec.Writes).
 	stopped := []*actor.Future{s.stopAgent(ctx), s.stopTools(ctx)}
 	sender, system, writes := ctx.Sender(), ctx.ActorSystem(), s.writes
 	go func() {
@@ -557,7 +558,7 @@ func (s *session) keptAgentShell(chatURI, key, uri string) *channel.SubscribeRes
 // afterWrites runs then once every write on its way has landed, off the mailbox, and
 // then answers the request being handled with an empty Result. With first, actors'
 // stops (nil entries are skipped), the writes are counted once they have stopped:
-// those they began as they stopped (ToolServiceSpec.Writes, AgentSpec.Writes) are
+// those they began as they stopped (ToolServiceSpec.Writes, agentmsg.Spec.Writes) are
 // waited for too.
 func (s *session) afterWrites(ctx actor.Context, first []*actor.Future, then func()) {
 	sender, system, writes := ctx.Sender(), ctx.ActorSystem(), s.writes

@@ -13,6 +13,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/actors/agentmsg"
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/session"
@@ -104,7 +105,7 @@ type harnessOptions struct {
 	// agent names the session's agent, run by agentRunner (Config.Agent) with a
 	// cancel grace of cancelGrace (Config.AgentCancelGrace).
 	agent       string
-	agentRunner func(session.AgentSpec) *actor.Props
+	agentRunner func(agentmsg.Spec) *actor.Props
 	cancelGrace time.Duration
 }
 

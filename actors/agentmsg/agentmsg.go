@@ -1,4 +1,7 @@
-package session
+// Package agentmsg is the contract between a session (actors/session) and the agent
+// runner behind it (actors/agents): the spec a runner is made with and the messages
+// the two send each other. Neither side imports the other.
+package agentmsg
 
 import (
 	"sync"
@@ -14,8 +17,8 @@ import (
 // apply. Every message below between the two is fire-and-forget, in order; a runner's
 // messages go to its parent, the session.
 
-// AgentSpec is what a session's agent runner is made for.
-type AgentSpec struct {
+// Spec is what a session's agent runner is made for.
+type Spec struct {
 	// Session is the session's URI; Agent the name of the agent chosen for it (one
 	// of the host's configured agents).
 	Session string
@@ -38,36 +41,36 @@ type AgentSpec struct {
 
 // Session → runner.
 
-// AgentPrompt asks the agent to take a turn of a chat (ACP session/prompt).
-type AgentPrompt struct {
+// Prompt asks the agent to take a turn of a chat (ACP session/prompt).
+type Prompt struct {
 	Chat, TurnID string
 	Text         string
 	// By is the signed-in person whose turn it is ("" when unknown).
 	By string
 }
 
-// AgentCancel asks the agent to stop the turn (ACP session/cancel). The turn still
-// ends with an AgentTurnEnded.
-type AgentCancel struct{ Chat, TurnID string }
+// Cancel asks the agent to stop the turn (ACP session/cancel). The turn still
+// ends with an TurnEnded.
+type Cancel struct{ Chat, TurnID string }
 
 // Runner → session.
 
-// AgentActions are chat actions of a running turn, to be applied to the chat in
+// Actions are chat actions of a running turn, to be applied to the chat in
 // order: typed actions of package messages (ChatResponsePartAction, ChatDeltaAction,
 // ChatReasoningAction, ChatToolCallStartAction, ChatToolCallReadyAction,
 // ChatToolCallContentChangedAction, ChatToolCallCompleteAction, …), each naming the
 // turn.
-type AgentActions struct {
+type Actions struct {
 	Chat, TurnID string
 	Actions      []any
 }
 
-// AgentPermission asks the people in the chat to allow a tool call (ACP
+// Permission asks the people in the chat to allow a tool call (ACP
 // session/request_permission). The session shows the call awaiting confirmation
 // (chat/toolCallReady without confirmed, with the options) and, when a client with
 // the grant confirms or refuses it (chat/toolCallConfirmed), or the turn ends, sends
 // the chosen option's id on Reply ("" for refused or cancelled) exactly once.
-type AgentPermission struct {
+type Permission struct {
 	Chat, TurnID string
 	ToolCallID   string
 	Title        string
@@ -82,29 +85,29 @@ type PermissionOption struct {
 	ID, Name, Kind string
 }
 
-// AgentTurnEnded says the agent's turn ended (session/prompt answered): StopReason is
+// TurnEnded says the agent's turn ended (session/prompt answered): StopReason is
 // ACP's (end_turn, max_tokens, max_turn_requests, refusal, cancelled), Err a failure
 // (the agent crashed or answered an error) to show as the turn's error.
-type AgentTurnEnded struct {
+type TurnEnded struct {
 	Chat, TurnID string
 	StopReason   string
 	Err          string
 }
 
-// AgentStarted says the agent is running a conversation, with its id for it; the
+// Started says the agent is running a conversation, with its id for it; the
 // session keeps it to resume after a restart.
-type AgentStarted struct {
+type Started struct {
 	AgentSessionID string
 }
 
-// AgentLost says the agent process ended and could not be brought back with the
+// Lost says the agent process ended and could not be brought back with the
 // conversation; Reason says why, for the chat.
-type AgentLost struct {
+type Lost struct {
 	Reason string
 }
 
-// AgentRestarted says the agent process crashed and was started again, resuming the
+// Restarted says the agent process crashed and was started again, resuming the
 // conversation; Reason says what happened, for the chat.
-type AgentRestarted struct {
+type Restarted struct {
 	Reason string
 }
