@@ -150,6 +150,9 @@ func (s *shell) start(ctx actor.Context) {
 	if !p.tried {
 		p.tried = true
 		if p.dirErr != nil {
+			for _, f := range p.spec.ExtraFiles {
+				_ = f.Close()
+			}
 			ctx.Send(p.terminal, &shellFailed{err: p.dirErr, folder: true})
 			return
 		}

@@ -438,6 +438,7 @@ func (t *terminal) prepareIntegration(spec *pty.Spec) {
 	}
 	spec.ShellArgs = inj.Args
 	spec.Env = append(append([]string(nil), spec.Env...), inj.Env...)
+	spec.ExtraFiles = inj.Files // pty.Start closes them
 }
 
 // resolveDir decides where the shell starts. A client's terminal opens in the home
