@@ -361,7 +361,9 @@ func (t *terminal) start(ctx actor.Context) {
 			// The spare started with this very spec and has been at its prompt,
 			// or on its way there, since: its output waits in the pty.
 			adopted, nonce, spec = sp.proc, sp.nonce, sp.spec
+			t.cfg.Logger.Debug("spare shell adopted", "terminal", t.uri, "pid", sp.Pid())
 		} else if sp != nil {
+			t.cfg.Logger.Debug("spare shell does not fit; a shell of its own starts", "terminal", t.uri, "pid", sp.Pid())
 			go sp.Release()
 		}
 		t.prepareIntegration(&spec, nonce)
