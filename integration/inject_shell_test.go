@@ -579,7 +579,7 @@ var bashLines = []struct{ typed, line string }{
 	{"echo a b", "echo a b"},
 	// The scratch file termhost hands over as descriptor 3 is not the programs'.
 	// (Descriptor 3 itself may be one the test inherited, flock's for one.)
-	{`sh -c 'case $(readlink /proc/self/fd/3) in *termhost*) echo fd3 ours;; *) echo fd3 not ours;; esac; echo "env=${TERMHOST_BASH_SCRATCH-unset}"'`, `sh -c 'case $(readlink /proc/self/fd/3) in *termhost*) echo fd3 ours;; *) echo fd3 not ours;; esac; echo "env=${TERMHOST_BASH_SCRATCH-unset}"'`},
+	{`sh -c 'case $(readlink /proc/self/fd/3) in *termhost-bash-scratch*) echo fd3 ours;; *) echo fd3 not ours;; esac; echo "env=${TERMHOST_BASH_SCRATCH-unset}"'`, `sh -c 'case $(readlink /proc/self/fd/3) in *termhost-bash-scratch*) echo fd3 ours;; *) echo fd3 not ours;; esac; echo "env=${TERMHOST_BASH_SCRATCH-unset}"'`},
 	{`echo "last=$_"`, `echo "last=$_"`},
 	{"false", "false"},
 	{`echo "st=$? seen=$MY_SEEN"`, `echo "st=$? seen=$MY_SEEN"`},
