@@ -37,6 +37,9 @@ const (
 	// PreventHistoryEnv=1, set by the caller, keeps the shell's commands out of the
 	// person's history.
 	PreventHistoryEnv = "VSCODE_PREVENT_SHELL_HISTORY"
+	// ScratchEnv=3 tells the bash script that its descriptor 3 is the scratch file
+	// Injection.Files gives it (see newScratch).
+	ScratchEnv = "TERMHOST_BASH_SCRATCH"
 )
 
 // Injection is how to start a shell with integration: the arguments to start it
@@ -45,6 +48,18 @@ const (
 type Injection struct {
 	Args []string
 	Env  []string
+	// Files go to the shell as its descriptors 3, 4, ... (exec.Cmd.ExtraFiles);
+	// the caller closes its own copies once the shell has started, or when it is
+	// not started after all (Close). Bash's is its scratch file.
+	Files []*os.File
+}
+
+// Close closes the injection's files: the shell has its own copies, or is not to
+// be started.
+func (inj Injection) Close() {
+	for _, f := range inj.Files {
+		_ = f.Close()
+	}
 }
 
 // InjectOptions configure Inject.
@@ -205,10 +220,17 @@ func injectBash(args []string, opts InjectOptions) (Injection, error) {
 	if login {
 		loginValue = "1"
 	}
-	return Injection{
+	inj := Injection{
 		Args: []string{"--init-file", path, "-i"},
 		Env:  []string{NonceEnv + "=" + opts.Nonce, LoginEnv + "=" + loginValue},
-	}, nil
+	}
+	// Without a scratch file (no memfd here) the script reads what builtins print
+	// through $(...), which forks: slower, never wrong.
+	if f := newScratch(opts.Nonce); f != nil {
+		inj.Files = []*os.File{f}
+		inj.Env = append(inj.Env, ScratchEnv+"=3")
+	}
+	return inj, nil
 }
 
 // zshFiles are the startup files of termhost's ZDOTDIR folder: the embedded file,
@@ -448,3 +470,7 @@ func pwshQuote(s string) string {
 	b.WriteByte('\'')
 	return b.String()
 }
+
+// scratchHeader is what bash's scratch file begins with: the script reads it back
+// before it takes its descriptor 3 for the scratch file, ended by a NUL.
+func scratchHeader(nonce string) string { return "termhost-scratch " + nonce + "\x00" }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,6 +85,13 @@ end
 // home folder; args are the shell's own.
 func startShell(t *testing.T, name string, args []string, extraEnv ...string) (*shellSession, string, string) {
 	t.Helper()
+	return startShellWith(t, name, "", true, args, extraEnv...)
+}
+
+// startShellWith is startShell with rcExtra added to the person's startup file
+// (bash's .bashrc), and with or without termhost's integration.
+func startShellWith(t *testing.T, name, rcExtra string, integrate bool, args []string, extraEnv ...string) (*shellSession, string, string) {
+	t.Helper()
 	shellPath, err := exec.LookPath(name)
 	if err != nil {
 		t.Skipf("%s is not installed", name)
@@ -93,6 +101,9 @@ func startShell(t *testing.T, name string, args []string, extraEnv ...string) (*
 		p := filepath.Join(home, rel)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
+		}
+		if rel == ".bashrc" {
+			content += rcExtra
 		}
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
@@ -115,14 +126,20 @@ func startShell(t *testing.T, name string, args []string, extraEnv ...string) (*
 		env = append(env, strings.ReplaceAll(e, "{home}", home))
 	}
 	nonce := NewNonce()
-	inj, ok, err := Inject(shellPath, args, InjectOptions{Nonce: nonce, TempDir: t.TempDir(), Environ: env})
-	if !ok || err != nil {
-		t.Fatalf("Inject(%s, %q) = ok %v, err %v", shellPath, args, ok, err)
+	inj := Injection{Args: append([]string{"-i"}, args...)}
+	if integrate {
+		var ok bool
+		inj, ok, err = Inject(shellPath, args, InjectOptions{Nonce: nonce, TempDir: t.TempDir(), Environ: env})
+		if !ok || err != nil {
+			t.Fatalf("Inject(%s, %q) = ok %v, err %v", shellPath, args, ok, err)
+		}
 	}
 	cmd := exec.Command(shellPath, inj.Args...)
 	cmd.Env = append(env, inj.Env...)
 	cmd.Dir = home
+	cmd.ExtraFiles = inj.Files
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 200})
+	inj.Close()
 	if err != nil {
 		t.Fatalf("starting %s: %v", shellPath, err)
 	}
@@ -546,4 +563,139 @@ func TestScriptsEscape(t *testing.T) {
 			t.Errorf("%s escapes %q as %q, want %q", c.shell, value, got, want)
 		}
 	}
+}
+
+// bashLineRC is the person's own PS0 and DEBUG trap, for TestShellBashLines.
+const bashLineRC = `PS0='[my-ps0]'
+trap 'MY_DEBUG=$((MY_DEBUG+1)); MY_SEEN="$?:$_"' DEBUG
+`
+
+// bashLines are command lines whose output, through the integration, is what the
+// same bash prints without it: $? and $_ as the line before left them, the
+// person's DEBUG trap run before every command, subshells, pipelines of
+// subshells, command substitutions, functions, a line kept out of the history,
+// a line of two lines, set -u and set -e. line is the E mark's line, "" for none.
+var bashLines = []struct{ typed, line string }{
+	{"echo a b", "echo a b"},
+	// The scratch file termhost hands over as descriptor 3 is not the programs'.
+	// (Descriptor 3 itself may be one the test inherited, flock's for one.)
+	{`sh -c 'case $(readlink /proc/self/fd/3) in *termhost-bash-scratch*) echo fd3 ours;; *) echo fd3 not ours;; esac; echo "env=${TERMHOST_BASH_SCRATCH-unset}"'`, `sh -c 'case $(readlink /proc/self/fd/3) in *termhost-bash-scratch*) echo fd3 ours;; *) echo fd3 not ours;; esac; echo "env=${TERMHOST_BASH_SCRATCH-unset}"'`},
+	{`echo "last=$_"`, `echo "last=$_"`},
+	{"false", "false"},
+	{`echo "st=$? seen=$MY_SEEN"`, `echo "st=$? seen=$MY_SEEN"`},
+	{`MY_DEBUG=0; true; true; echo "debug=$MY_DEBUG"`, `MY_DEBUG=0; true; true; echo "debug=$MY_DEBUG"`},
+	{"(echo sub; exit 3)", "(echo sub; exit 3)"},
+	{"echo $?", "echo $?"},
+	{"(echo first); echo second", "(echo first); echo second"},
+	{"(echo piped) | (cat)", "(echo piped) | (cat)"},
+	{"(echo piped) | cat", "(echo piped) | cat"},
+	{"{ (echo grouped); } | cat", "{ (echo grouped); } | cat"},
+	{`x=$(echo inner; (echo deeper)); echo "x=$x"`, `x=$(echo inner; (echo deeper)); echo "x=$x"`},
+	{"f() { echo in-f; (echo in-f-sub); }", "f() { echo in-f; (echo in-f-sub); }"},
+	{"f", "f"},
+	{" echo kept-out", ""},
+	{"for i in 1 2\rdo echo \"i=$i\"; done", `for i in 1 2; do echo "i=$i"; done`},
+	{"trap -p DEBUG", "trap -p DEBUG"},
+	{`echo "$-"`, `echo "$-"`},
+	// Under set -u nothing of the integration's may name a variable that is not
+	// set, and under set -e nothing of it may fail: the shell would end.
+	{"set -u", "set -u"},
+	{"(echo under-u) | cat", "(echo under-u) | cat"},
+	{"echo $MY_PC; set +u", "echo $MY_PC; set +u"},
+	{"set -e", "set -e"},
+	{"(echo under-e)", "(echo under-e)"},
+	{"f", "f"},
+	{"echo still-here; set +e", "echo still-here; set +e"},
+}
+
+// Each command line of bashLines is one command to the marks - one E (where the
+// line is known), one C before its output and one D - and prints exactly what
+// it prints in the same bash, with the same startup files, without termhost's
+// integration.
+func TestShellBashLines(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash is not installed")
+	}
+	want := plainBashOutputs(t)
+	s, nonce, _ := startShellWith(t, "bash", bashLineRC, true, nil, PreventHistoryEnv+"=1")
+	b := s.waitEvent(0, PromptEnd)
+	for i, l := range bashLines {
+		c := s.run(b, l.typed)
+		if l.line == "" {
+			if c.line != nil {
+				t.Errorf("%q: E %q, want none: the line is kept out of the history", l.typed, c.line.Line)
+			}
+		} else {
+			checkLine(t, c, l.line, nonce)
+		}
+		if got := withoutPasteMode(c.output); got != want[i] {
+			t.Errorf("%q printed %q through the integration, %q without", l.typed, got, want[i])
+		}
+		b = c.next
+	}
+	// Every line above was read back through the scratch file, with no fork: the
+	// descriptor termhost handed over was taken (on Linux, where it is made). And
+	// a line leaves no descriptor open behind it (each line's token is closed).
+	if runtime.GOOS == "linux" {
+		c := s.run(b, `echo "scratch=${__termhost_scratch:+taken}"`)
+		if withoutPasteMode(c.output) != "scratch=taken\r\n" {
+			t.Errorf("the scratch file was not taken: %q", c.output)
+		}
+		const count = `echo "fds=$(builtin cd /proc/$$/fd && echo *)"`
+		c = s.run(c.next, count)
+		before := withoutPasteMode(c.output)
+		for range 5 {
+			c = s.run(c.next, "(true); true")
+		}
+		if c = s.run(c.next, count); withoutPasteMode(c.output) != before {
+			t.Errorf("open descriptors went from %q to %q in 5 lines", before, withoutPasteMode(c.output))
+		}
+	}
+}
+
+// plainBashOutputs runs bashLines in a bash without the integration and returns
+// what each printed: what comes between its PS0 and the next prompt.
+func plainBashOutputs(t *testing.T) []string {
+	t.Helper()
+	s, _, _ := startShellWith(t, "bash", bashLineRC, false, nil)
+	text := func(segs []Segment) string {
+		var b strings.Builder
+		for _, sg := range segs {
+			b.WriteString(sg.Text)
+		}
+		return b.String()
+	}
+	const ps0, prompt = "[my-ps0]", "mybash"
+	s.waitFor("the first prompt", func(segs []Segment) int { return strings.Index(text(segs), prompt) })
+	from := 0
+	var outs []string
+	for _, l := range bashLines {
+		s.typeLine(l.typed)
+		var out string
+		s.waitFor("the prompt after "+l.typed, func(segs []Segment) int {
+			all := text(segs)
+			i := strings.Index(all[from:], ps0)
+			if i < 0 {
+				return -1
+			}
+			start := from + i + len(ps0)
+			j := strings.Index(all[start:], prompt)
+			if j < 0 {
+				return -1
+			}
+			out = all[start : start+j]
+			from = start + j + len(prompt)
+			return 0
+		})
+		outs = append(outs, withoutPasteMode(out))
+	}
+	return outs
+}
+
+// withoutPasteMode is a command's output without the bracketed-paste switches
+// readline writes around the prompt, which come before a plain bash's prompt and
+// after the integration's D.
+func withoutPasteMode(s string) string {
+	return strings.NewReplacer("\x1b[?2004h", "", "\x1b[?2004l", "").Replace(s)
 }

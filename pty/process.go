@@ -101,6 +101,11 @@ func (e Exit) String() string {
 // or directory"), and wraps ErrNoShell or ErrNoDir where one of those is the cause;
 // when Start fails there is no process and no descriptor left open.
 func Start(spec Spec) (Process, error) {
+	defer func() {
+		for _, f := range spec.ExtraFiles {
+			_ = f.Close()
+		}
+	}()
 	shell := spec.shell()
 	path := shell
 	if !strings.Contains(shell, "/") {
@@ -121,6 +126,8 @@ func Start(spec Spec) (Process, error) {
 		Args: spec.argv(shell),
 		Env:  BuildEnv(os.Environ(), spec),
 		Dir:  spec.Dir,
+
+		ExtraFiles: spec.ExtraFiles,
 	}
 	var p *process
 	var err error

@@ -48,6 +48,11 @@ type Spec struct {
 	// environment (see BuildEnv).
 	Env []string
 
+	// ExtraFiles go to the process as its descriptors 3, 4, ... (a shell
+	// integration's scratch file). Start closes them once the process has its own
+	// copies, or has failed to start; whoever does not call Start closes them.
+	ExtraFiles []*os.File
+
 	// Cols and Rows are the terminal's size in character cells; a value <= 0
 	// means DefaultCols or DefaultRows. Under a pseudoterminal it is the window
 	// size; on pipes it only reaches the child as COLUMNS and LINES.

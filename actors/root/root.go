@@ -100,7 +100,10 @@ func (o Options) terminalConfig(journal *delivery.Journal) terminal.Config {
 // sessionConfig is what the root's sessions are made with.
 func (o Options) sessionConfig(journal *delivery.Journal) session.Config {
 	return session.Config{Journal: journal, Store: o.Store, DefaultShell: o.DefaultShell, CommandTimeout: o.CommandTimeout,
-		PresenceGrace: o.PresenceGrace, Logger: o.Logger, ToolService: o.ToolService, Agents: o.agents(), Agent: o.Agent}
+		PresenceGrace: o.PresenceGrace, Logger: o.Logger, ToolService: o.ToolService, Agents: o.agents(), Agent: o.Agent,
+		Prestart: func(m *terminal.Create) (*terminal.Spare, error) {
+			return terminal.Prestart(o.terminalConfig(journal), m)
+		}}
 }
 
 // agents are the names of the agents sessions may be made with: none without a
@@ -268,8 +271,11 @@ func (h *rootActor) serving(ctx actor.Context) {
 
 // closing: a shutdown was asked for; the sessions are ending their commands.
 func (h *rootActor) closing(ctx actor.Context) {
-	switch ctx.Message().(type) {
+	switch m := ctx.Message().(type) {
 	case *terminal.Create:
+		if m.Spare != nil {
+			go m.Spare.Release()
+		}
 		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeInternalError, "This host is closing, so nothing new starts on it")})
 	case *session.Create:
 		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeInternalError, "%s", session.ClosingHost)})
@@ -581,6 +587,15 @@ func (h *rootActor) removeOrder(uri string) {
 }
 
 func (h *rootActor) create(ctx actor.Context, m *terminal.Create) {
+	// A spare shell offered to a terminal that is not made here is ended.
+	spawned := false
+	if m.Spare != nil {
+		defer func() {
+			if !spawned {
+				go m.Spare.Release()
+			}
+		}()
+	}
 	if m.URI == messages.RootURI {
 		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeInvalidParams, "Invalid params: %s is the root channel", m.URI)})
 		return
@@ -616,6 +631,7 @@ func (h *rootActor) create(ctx actor.Context, m *terminal.Create) {
 	ctx.Watch(pid)
 	h.entries[m.URI] = &terminalEntry{pid: pid}
 	h.order = append(h.order, m.URI)
+	spawned = true
 	ctx.Forward(pid)
 }
 

@@ -51,6 +51,8 @@ type commandRun struct {
 	// (persistence.PrepareTerminal), or could not be.
 	prepared chan struct{}
 	steps    turnSteps
+	// create is how its terminal was asked for, which a spare shell copies.
+	create *terminal.Create
 }
 
 // turnSteps are when a command's turn passed each step, for the debug log that says
@@ -163,8 +165,15 @@ func (s *session) runCommand(ctx actor.Context, c *chat, turnID, text, command s
 		Cwd:     cwd,
 		Spec:    terminal.Spec{Shell: shell, PreventShellHistory: true, NonInteractive: true, StrictCwd: true},
 		Watcher: ctx.Self(),
+		Spare:   s.takeSpare(),
 	}
+	r.create = create
 	f := ctx.RequestFuture(s.root, create, channel.RequestTimeout)
+	if create.Spare != nil {
+		// The command's shell is started already: the next spare starts now,
+		// beside the command rather than beside a shell's start.
+		s.startSpare(ctx, create)
+	}
 	ctx.ReenterAfter(f, func(res any, err error) {
 		cr, _ := res.(*terminal.CreateResult)
 		s.opened(ctx, toolCallID, cr, err)
@@ -207,6 +216,10 @@ func (s *session) opened(ctx actor.Context, toolCallID string, res *terminal.Cre
 	}
 	r.steps.listed = time.Now()
 	r.isPty = res.IsPty
+	if r.isPty && r.create != nil {
+		// The shell this command waited for has started: a spare for the next.
+		s.startSpare(ctx, r.create)
+	}
 	r.marks = res.Detection
 	s.chatAction(r.chat, messages.ChatToolCallContentChangedAction{TurnID: r.turnID, ToolCallID: r.toolCallID,
 		Content: []messages.TerminalContent{r.block()}})

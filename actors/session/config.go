@@ -8,6 +8,7 @@ import (
 
 	"github.com/termhost/termhost/actors/agentmsg"
 	"github.com/termhost/termhost/actors/delivery"
+	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/persistence"
 )
 
@@ -46,6 +47,10 @@ type Config struct {
 	// the agent to end it (agentmsg.TurnEnded) before the session ends it as cancelled
 	// itself. Default 10 s.
 	AgentCancelGrace time.Duration
+	// Prestart starts a spare shell for a session's next `!` command
+	// (terminal.Prestart with the host's terminal config); it forks, and is called
+	// off the mailbox. Nil: no spares, every command's shell starts with its turn.
+	Prestart func(*terminal.Create) (*terminal.Spare, error)
 }
 
 func (c Config) withDefaults() Config {

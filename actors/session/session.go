@@ -134,6 +134,10 @@ type session struct {
 	agentGone string
 	// restored says the session was brought back from the store after a restart.
 	restored bool
+	// spare is the shell started ahead for the next `!` command (spare.go); nil
+	// when there is none. sparing says one is being started.
+	spare   *terminal.Spare
+	sparing bool
 }
 
 type chat struct {
@@ -251,7 +255,10 @@ func (s *session) Receive(ctx actor.Context) {
 		s.agentCancelLapsed(ctx, m)
 	case *actor.Terminated:
 		s.ownerGone(ctx, m.Who)
+	case *spareReady:
+		s.spareReady(ctx, m)
 	case *actor.Stopping:
+		s.dropSpare()
 		s.stopAllAway()
 		s.answerAllPermissions()
 		// The runner stops with the session: that is no agent lost.
@@ -337,6 +344,7 @@ func (s *session) dispose(ctx actor.Context) {
 // written.
 func (s *session) shutdown(ctx actor.Context) {
 	s.closed = true
+	s.dropSpare()
 	for _, c := range s.chats {
 		for _, r := range c.runs {
 			if !r.done {

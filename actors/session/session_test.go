@@ -29,11 +29,15 @@ const waitTimeout = 20 * time.Second
 // with terminal.NewProps, real shells on pipes, and routes what a session sends a
 // terminal; or, with refuse set, answers every terminal.Create with that error.
 type testRoot struct {
+	created   int // terminals asked for (terminal.Create)
 	cfg       terminal.Config
 	refuse    *messages.Error
 	terminals map[string]*actor.PID
 	chatsOf   func(*session.ChatsOf)
 }
+
+// createdQuery asks the test root how many terminals it was asked for.
+type createdQuery struct{}
 
 // spawnSession asks the test root to spawn a session; the answer is its PID.
 type spawnSession struct{ props *actor.Props }
@@ -42,7 +46,10 @@ func (r *testRoot) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *spawnSession:
 		ctx.Respond(ctx.Spawn(m.props))
+	case createdQuery:
+		ctx.Respond(r.created)
 	case *terminal.Create:
+		r.created++
 		if r.refuse != nil {
 			ctx.Respond(&terminal.CreateResult{Err: r.refuse})
 			return
@@ -83,15 +90,16 @@ func (r *testRoot) forward(ctx actor.Context, uri string) {
 
 // harness is one session under a test root, with a subscriber on its default chat.
 type harness struct {
-	t       *testing.T
-	system  *actor.ActorSystem
-	journal *delivery.Journal
-	root    *actor.PID
-	session *actor.PID
-	uri     string
-	chat    string
-	log     *chatLog
-	seq     int64
+	t        *testing.T
+	testRoot *testRoot // read only through the root's mailbox (created)
+	system   *actor.ActorSystem
+	journal  *delivery.Journal
+	root     *actor.PID
+	session  *actor.PID
+	uri      string
+	chat     string
+	log      *chatLog
+	seq      int64
 }
 
 type harnessOptions struct {
@@ -107,6 +115,11 @@ type harnessOptions struct {
 	agent       string
 	agentRunner func(agentmsg.Spec) *actor.Props
 	cancelGrace time.Duration
+	// bash runs commands in bash under a pseudoterminal (with its integration),
+	// with an empty home folder; spares gets every spare shell the session starts
+	// (Config.Prestart) once it runs.
+	bash   string
+	spares chan<- *terminal.Spare
 }
 
 func newHarness(t *testing.T, o harnessOptions) *harness {
@@ -114,9 +127,14 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
 	journal := delivery.NewJournal(10_000, 64<<20)
 	tcfg := terminal.Config{Journal: journal, KillGrace: 200 * time.Millisecond, DefaultShell: "/bin/sh"}
-	root := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &testRoot{cfg: tcfg, refuse: o.refuse, terminals: map[string]*actor.PID{}, chatsOf: o.children}
-	}))
+	shell := "/bin/sh"
+	if o.bash != "" {
+		shell = o.bash
+		tcfg.UsePty, tcfg.DefaultShell, tcfg.Home = true, o.bash, t.TempDir()
+		t.Setenv("HOME", tcfg.Home) // the bash's startup files are none of the machine's
+	}
+	tr := &testRoot{cfg: tcfg, refuse: o.refuse, terminals: map[string]*actor.PID{}, chatsOf: o.children}
+	root := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return tr }))
 	t.Cleanup(func() {
 		// Stopping the root stops its sessions and terminals; a shell's actor ends its
 		// process when it stops.
@@ -136,13 +154,22 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	if o.agent != "" {
 		rec.Agent = o.agent
 	}
-	cfg := session.Config{Journal: journal, Store: o.store, DefaultShell: "/bin/sh", ToolService: o.toolService,
+	cfg := session.Config{Journal: journal, Store: o.store, DefaultShell: shell, ToolService: o.toolService,
 		Agent: o.agentRunner, AgentCancelGrace: o.cancelGrace}
+	if o.spares != nil {
+		cfg.Prestart = func(m *terminal.Create) (*terminal.Spare, error) {
+			sp, err := terminal.Prestart(tcfg, m)
+			if err == nil {
+				o.spares <- sp
+			}
+			return sp, err
+		}
+	}
 	res, err := system.Root.RequestFuture(root, &spawnSession{props: session.NewProps(cfg, rec, restored)}, waitTimeout).Result()
 	if err != nil {
 		t.Fatalf("spawning the session: %v", err)
 	}
-	h := &harness{t: t, system: system, journal: journal, root: root, session: res.(*actor.PID), uri: uri, chat: uri + "/chat", log: newChatLog()}
+	h := &harness{t: t, system: system, journal: journal, root: root, testRoot: tr, session: res.(*actor.PID), uri: uri, chat: uri + "/chat", log: newChatLog()}
 	h.subscribe(h.chat)
 	return h
 }

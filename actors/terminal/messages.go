@@ -48,6 +48,10 @@ type Create struct {
 	// By is who asked for it, as the connection checked them: a cluster node carries
 	// it to the node that acts.
 	By auth.Principal
+	// Spare, when set, is a shell started ahead for this terminal (Prestart): the
+	// terminal adopts it when it fits what the terminal would start, and ends it
+	// otherwise. Either way the terminal owns it from here.
+	Spare *Spare
 }
 
 // CreateResult answers Create.

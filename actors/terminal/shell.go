@@ -50,11 +50,14 @@ type shellProcess struct {
 	wrapOutput func(io.Reader) io.Reader
 	wrapInput  func(io.Writer) io.Writer
 
-	tried  bool        // the start was tried, which happens once in the record's life
-	proc   pty.Process // nil until started, and when the start failed
-	reader partState
-	waiter partState
-	ending bool // the process is being ended for good
+	tried bool        // the start was tried, which happens once in the record's life
+	proc  pty.Process // nil until started, and when the start failed
+	// adopted is the process started before the terminal (a spare), taken as
+	// started at the first start.
+	adopted pty.Process
+	reader  partState
+	waiter  partState
+	ending  bool // the process is being ended for good
 }
 
 // partState is where a goroutine serving the process stands.
@@ -87,8 +90,11 @@ type shell struct{ p *shellProcess }
 // newShell makes the props of a shell actor that runs spec and reports to terminal,
 // and the input pump that the actor will own; the terminal pushes typed input into
 // it directly (see terminal.input).
-func newShell(cfg Config, spec pty.Spec, dirErr error, terminal *actor.PID) (*actor.Props, *inputPump) {
-	p := &shellProcess{spec: spec, dirErr: dirErr, logger: cfg.Logger, terminal: terminal, killGrace: cfg.KillGrace,
+//
+// adopted, when set, is a process started already (a spare shell): it is served
+// instead of starting spec.
+func newShell(cfg Config, spec pty.Spec, dirErr error, terminal *actor.PID, adopted pty.Process) (*actor.Props, *inputPump) {
+	p := &shellProcess{spec: spec, dirErr: dirErr, adopted: adopted, logger: cfg.Logger, terminal: terminal, killGrace: cfg.KillGrace,
 		sessions: cfg.Sessions, input: newInputPump(cfg.Logger), wrapOutput: cfg.wrapOutput, wrapInput: cfg.wrapInput}
 	return actor.PropsFromProducer(func() actor.Actor { return &shell{p: p} }), p.input
 }
@@ -150,10 +156,19 @@ func (s *shell) start(ctx actor.Context) {
 	if !p.tried {
 		p.tried = true
 		if p.dirErr != nil {
+			for _, f := range p.spec.ExtraFiles {
+				_ = f.Close()
+			}
 			ctx.Send(p.terminal, &shellFailed{err: p.dirErr, folder: true})
 			return
 		}
-		proc, err := pty.Start(p.spec)
+		var proc pty.Process
+		var err error
+		if p.adopted != nil {
+			proc, p.adopted = p.adopted, nil
+		} else {
+			proc, err = pty.Start(p.spec)
+		}
 		if err != nil {
 			// A folder that went away between resolveDir and the start is the
 			// folder's failure too.

@@ -351,25 +351,25 @@ func (t *terminal) start(ctx actor.Context) {
 	if dir != "" {
 		t.state.Cwd = messages.FileURI(dir)
 	}
-	spec := pty.Spec{
-		Shell:               shellPath,
-		Command:             m.Spec.Command,
-		Args:                m.Spec.Args,
-		Dir:                 dir,
-		Env:                 m.Spec.Env,
-		Cols:                cols,
-		Rows:                rows,
-		UsePty:              t.usePty,
-		PreventShellHistory: m.Spec.PreventShellHistory,
-		NonInteractive:      m.Spec.NonInteractive,
-	}
+	spec := baseSpec(m, shellPath, dir, cols, rows, t.usePty)
 	self := ctx.Self()
+	var adopted pty.Process
 	if t.usePty {
 		t.listTimer = time.AfterFunc(t.cfg.ListTimeout, func() { ctx.ActorSystem().Root.Send(self, &listTimeout{}) })
-		t.prepareIntegration(&spec)
+		nonce := ""
+		if sp := m.Spare; sp != nil && dirErr == nil && sp.fits(spec) {
+			// The spare started with this very spec and has been at its prompt,
+			// or on its way there, since: its output waits in the pty.
+			adopted, nonce, spec = sp.proc, sp.nonce, sp.spec
+			t.cfg.Logger.Debug("spare shell adopted", "terminal", t.uri, "pid", sp.Pid())
+		} else if sp != nil {
+			t.cfg.Logger.Debug("spare shell does not fit; a shell of its own starts", "terminal", t.uri, "pid", sp.Pid())
+			go sp.Release()
+		}
+		t.prepareIntegration(&spec, nonce)
 		t.modes = new(screen.Modes)
 	}
-	props, input := newShell(t.cfg, spec, dirErr, self)
+	props, input := newShell(t.cfg, spec, dirErr, self, adopted)
 	t.input = input
 	t.shell = ctx.Spawn(props)
 	t.claim = ctx.Spawn(newClaimProps(m.Claim, ctx.Parent()))
@@ -419,33 +419,66 @@ func (t *terminal) screenFailed(m *screenFailed) {
 // prepareIntegration gives a pseudoterminal's shell its nonce and, for a shell with
 // no command, our integration script (seed: "One command, or a shell to sit in"). An
 // injection that fails leaves the shell starting as it would have.
-func (t *terminal) prepareIntegration(spec *pty.Spec) {
-	nonce := integration.NewNonce()
+//
+// nonce is that of a spare shell being adopted, whose injection is in spec already;
+// "" for a shell about to start.
+func (t *terminal) prepareIntegration(spec *pty.Spec, nonce string) {
+	adopting := nonce != ""
+	if !adopting {
+		nonce = integration.NewNonce()
+	}
 	seq := 0
 	t.tracker = integration.NewTracker(nonce, time.Now, func() string {
 		seq++
 		return fmt.Sprintf("%s#%d", t.uri, seq)
 	})
-	if spec.Command != "" {
+	if spec.Command != "" || adopting {
 		return
 	}
-	inj, ok, err := integration.Inject(spec.Shell, spec.ShellArgs, integration.InjectOptions{Nonce: nonce, ZshFolderAsFound: t.cfg.ZshFolderAsFound, Environ: append(os.Environ(), spec.Env...)})
-	if err != nil {
+	if err := inject(t.cfg, spec, nonce); err != nil {
 		t.cfg.Logger.Warn("shell integration not injected", "terminal", t.uri, "shell", spec.Shell, "err", err)
 	}
+}
+
+// inject puts our integration with nonce into spec (a shell to sit in); a shell
+// with no script, or whose injection failed, is left to start as it would have.
+func inject(cfg Config, spec *pty.Spec, nonce string) error {
+	inj, ok, err := integration.Inject(spec.Shell, spec.ShellArgs, integration.InjectOptions{Nonce: nonce, ZshFolderAsFound: cfg.ZshFolderAsFound, Environ: append(os.Environ(), spec.Env...)})
 	if !ok {
-		return
+		return err
 	}
 	spec.ShellArgs = inj.Args
 	spec.Env = append(append([]string(nil), spec.Env...), inj.Env...)
+	spec.ExtraFiles = inj.Files // pty.Start closes them
+	return err
+}
+
+// baseSpec is what m starts, before any integration: the one place a terminal and
+// a spare shell (Prestart) make it, so that a spare fits exactly when it would
+// have been started the same.
+func baseSpec(m *Create, shellPath, dir string, cols, rows int, usePty bool) pty.Spec {
+	return pty.Spec{
+		Shell:               shellPath,
+		Command:             m.Spec.Command,
+		Args:                m.Spec.Args,
+		Dir:                 dir,
+		Env:                 m.Spec.Env,
+		Cols:                cols,
+		Rows:                rows,
+		UsePty:              usePty,
+		PreventShellHistory: m.Spec.PreventShellHistory,
+		NonInteractive:      m.Spec.NonInteractive,
+	}
 }
 
 // resolveDir decides where the shell starts. A client's terminal opens in the home
 // folder when it names none or one that is not a folder here; a terminal a program
 // opens (StrictCwd) fails to start instead, with the reason in its output.
-func (t *terminal) resolveDir(m *Create) (string, error) {
+func (t *terminal) resolveDir(m *Create) (string, error) { return resolveDir(t.cfg, m) }
+
+func resolveDir(cfg Config, m *Create) (string, error) {
 	if m.Cwd == "" {
-		return t.cfg.Home, nil
+		return cfg.Home, nil
 	}
 	dir, err := pty.DirFromURI(m.Cwd)
 	if err == nil {
@@ -459,8 +492,8 @@ func (t *terminal) resolveDir(m *Create) (string, error) {
 		if m.Spec.StrictCwd {
 			return dir, fmt.Errorf("cannot start the shell in %s: %w", m.Cwd, err)
 		}
-		t.cfg.Logger.Info("terminal folder unusable; opening in the home folder", "terminal", m.URI, "cwd", m.Cwd, "err", err)
-		return t.cfg.Home, nil
+		cfg.Logger.Info("terminal folder unusable; opening in the home folder", "terminal", m.URI, "cwd", m.Cwd, "err", err)
+		return cfg.Home, nil
 	}
 	return dir, nil
 }

@@ -18,9 +18,10 @@
 # The prompt marks come from PS1, which gets A in front and B behind at every
 # prompt, and from PROMPT_COMMAND, which writes D for the command that ran and P.
 # The person's own PROMPT_COMMAND runs in between, with $? as the command left it.
-# E and C come from PS0 (bash 4.4 and later), which bash prints once it has read a
-# command line and before it runs it; an older bash gets them from a DEBUG trap.
-# The line is read back from the history list.
+# E and C come from a DEBUG trap, before the line's first command: in bash 4.4
+# and later one that each prompt sets and that line takes away, with PS0 saying
+# the line has been read; in an older bash one that stays. The line is read back
+# from the history list. No fork is made for any of it (see the scratch file).
 
 if [ -z "${__termhost_loaded-}" ]; then
 __termhost_loaded=1
@@ -38,6 +39,32 @@ if ((BASH_VERSINFO[0] < 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] < 4))) |
 	__termhost_debug_trap=1
 fi
 builtin unset TERMHOST_SHELL_LOGIN TERMHOST_BASH_PREEXEC
+
+# The scratch file: what a builtin prints is written into it and read back with
+# `read`, which costs no fork, where `$(...)` forks a bash for every use (about
+# 2.5 ms, and far more on a loaded machine) and would do so for every command
+# line. termhost hands it over as descriptor 3 (TERMHOST_BASH_SCRATCH=3): a file
+# in memory with no name anywhere, so nothing is made in a temporary folder and
+# nothing is left behind. It begins with "termhost-scratch <nonce>" and a NUL,
+# which proves descriptor 3 is that file; only a regular file is read, as a read
+# of a pipe or a terminal could wait. The shell moves it to a descriptor of its
+# own before the person's files run (programs it starts inherit that one) and
+# writes to it through /dev/fd, from offset 0 without truncating, each text ended
+# by a NUL. Without it (no such descriptor, no /dev/fd) the shell reads with
+# `$(...)`, which forks.
+# (`command exec`, never `builtin exec`: redirections on `builtin exec` are
+# undone when it returns, all but a {var} descriptor's opening, so a descriptor it
+# closes stays open. `command` passes over a function named exec all the same.)
+__termhost_scratch=
+if [ "${TERMHOST_BASH_SCRATCH-}" = 3 ] && [ -n "$__termhost_nonce" ]; then
+	{ [[ -f /dev/fd/3 && -w /dev/fd/3 ]] &&
+		IFS= builtin read -r -d '' __termhost_out </dev/fd/3 &&
+		[[ $__termhost_out == "termhost-scratch $__termhost_nonce" ]] &&
+		command exec {__termhost_scratch_fd}<>/dev/fd/3 3<&- &&
+		__termhost_scratch=/dev/fd/$__termhost_scratch_fd; } 2>/dev/null
+	__termhost_out=
+fi
+builtin unset TERMHOST_BASH_SCRATCH
 
 # The person's own startup files, read as bash would have read them. A login shell
 # ignores --init-file, so termhost starts bash as an ordinary interactive shell and
@@ -101,6 +128,25 @@ if [ "${VSCODE_PREVENT_SHELL_HISTORY-}" = 1 ]; then
 	builtin unset HISTFILE
 fi
 
+
+# __termhost_capture COMMAND...: sets __termhost_out to what COMMAND (a builtin
+# or function) prints, without the trailing newlines, as $(COMMAND) would.
+__termhost_capture() {
+	if [[ -n $__termhost_scratch ]]; then
+		{ "$@" && builtin printf '\0'; } 1<>"$__termhost_scratch" || return
+		IFS= builtin read -r -d '' __termhost_out <"$__termhost_scratch" || :
+		while [[ $__termhost_out == *$'\n' ]]; do
+			__termhost_out=${__termhost_out%$'\n'}
+		done
+	else
+		__termhost_out=$("$@")
+	fi
+}
+
+__termhost_history_1() {
+	HISTTIMEFORMAT='' builtin history 1
+}
+
 # __termhost_read_line [SIMPLECOMMAND]: sets __termhost_line to the command line
 # that is about to run, read back from the history list, or unsets it when the
 # line did not enter the history and so cannot be known. A line stays out of the
@@ -112,9 +158,8 @@ __termhost_hist_re='^[[:space:]]*([0-9]+)[* ] (.*)$'
 __termhost_read_line() {
 	builtin unset __termhost_line
 	[[ -o history ]] || return 0
-	local h
-	h=$(HISTTIMEFORMAT='' builtin history 1) || return 0
-	[[ $h =~ $__termhost_hist_re ]] || return 0
+	__termhost_capture __termhost_history_1 || return 0
+	[[ $__termhost_out =~ $__termhost_hist_re ]] || return 0
 	if [[ ${BASH_REMATCH[1]} != "$__termhost_next_hist" ]]; then
 		if [[ -n ${1-} ]]; then
 			[[ ${BASH_REMATCH[2]} == "$1" ]] || return 0
@@ -125,27 +170,150 @@ __termhost_read_line() {
 	__termhost_line=${BASH_REMATCH[2]}
 }
 
-# __termhost_mark_line [SIMPLECOMMAND]: the E mark of the line about to run.
-__termhost_mark_line() {
+# __termhost_start_marks [SIMPLECOMMAND]: sets __termhost_marks to the E mark of
+# the line about to run (when it is known) and the C mark.
+__termhost_start_marks() {
 	__termhost_read_line "$@"
+	__termhost_marks=
 	if [[ -n ${__termhost_line+x} ]]; then
 		__termhost_escape "$__termhost_line"
-		builtin printf '\033]633;E;%s;%s\007' "$__termhost_escaped" "$__termhost_nonce"
+		builtin printf -v __termhost_marks '\033]633;E;%s;%s\007' "$__termhost_escaped" "$__termhost_nonce"
 	fi
+	__termhost_marks+=$'\e]633;C\a'
+}
+
+# __termhost_user_trap_of TRAPLINE: sets __termhost_user_trap to the command of a
+# `trap -p DEBUG` line, "" for none.
+__termhost_user_trap_of() {
+	local t=$1
+	[[ $t == "trap -- '"* ]] || t=
+	t=${t#"trap -- '"}
+	t=${t%"' DEBUG"}
+	__termhost_user_trap=${t//"'\\''"/"'"}
 }
 
 __termhost_ran=
 __termhost_armed=
 __termhost_empty=
+__termhost_user_trap=
 if [[ -z $__termhost_debug_trap ]]; then
 	# bash 4.4 and later prints PS0 once a command line has been read, just before
-	# it runs: E and C go there. Expanding PS0 also sets __termhost_ran, in this
-	# shell (an arithmetic expansion in the offset of an empty substring), so that
-	# the next prompt knows to write D.
-	__termhost_ps0_ours='$(__termhost_mark_line)${__termhost_empty:__termhost_ran=1:0}\033]633;C\007'
+	# it runs. Expanding PS0 sets __termhost_ran, in this shell and with no fork
+	# (an arithmetic expansion in the offset of an empty substring): the line has
+	# been read, its commands may start, and the next prompt is to write D.
+	#
+	# E and C come from a DEBUG trap that each prompt sets and the first command
+	# of the line takes away again (what a DEBUG trap costs, it costs once a
+	# line): it runs before that command, with the line already in the history.
+	# A line can start with a subshell, which runs before any command of this
+	# shell does; so from the prompt to the first command `set -T` (functrace)
+	# hands the trap down to subshells, and whichever runs first - this shell, or
+	# a subshell at its first command - takes the line's one token, a byte in a
+	# pipe, and writes E and C; no other can (a pipe gives a byte to one reader).
+	# A line with no command at all (a function's definition) is marked at the
+	# next prompt, before its D. The person's own DEBUG trap runs after ours,
+	# with $? and $_ as they were, and is theirs alone again from the first
+	# command on; it does not run where only our functrace took the trap.
+	__termhost_ps0_ours='${__termhost_empty:__termhost_ran=1:0}'
 	__termhost_ps0_user=${PS0-}
 	__termhost_ps0_wrapped=$__termhost_ps0_user$__termhost_ps0_ours
 	PS0=$__termhost_ps0_wrapped
+
+	__termhost_tok=
+	__termhost_tracing=
+	__termhost_user_functrace=
+
+	# __termhost_claim: takes the line's token; false when it is gone.
+	__termhost_claim() {
+		[[ -n $__termhost_tok ]] || return 1
+		local c st=0
+		# A pipe whose only writer closed at once: the read never waits. The
+		# timeout is there should anything ever hold it open unwritten.
+		IFS= builtin read -r -N 1 -t 1 -u "$__termhost_tok" c 2>/dev/null || st=$?
+		command exec {__termhost_tok}<&-
+		__termhost_tok=
+		return "$st"
+	}
+
+	__termhost_preexec() {
+		__termhost_dbg_status=$?
+		__termhost_dbg_arg=$1
+		__termhost_next=
+		__termhost_skip=
+		if [[ -z $__termhost_user_functrace ]] && ((BASH_SUBSHELL > 0 || ${#FUNCNAME[@]} > 1)); then
+			__termhost_skip=1
+		fi
+		[[ -n $__termhost_ran && -z ${COMP_LINE+x} && -z ${READLINE_LINE+x} ]] || return 0
+		[[ ${FUNCNAME[1]-} != __termhost_* ]] || return 0
+		case $BASH_COMMAND in __termhost_precmd*) return 0 ;; esac
+		# The line's first command in this shell or this subshell: the trap goes
+		# back to the person's, and functrace to what they had.
+		if [[ -z $__termhost_user_functrace ]]; then
+			builtin set +T
+			__termhost_tracing=
+		fi
+		if [[ -n $__termhost_user_trap ]] && { ((BASH_SUBSHELL == 0)) || [[ -n $__termhost_user_functrace ]]; }; then
+			__termhost_next=user
+		else
+			__termhost_next=none
+		fi
+		__termhost_claim || return 0
+		__termhost_start_marks
+		if ((BASH_SUBSHELL == 0)); then
+			builtin printf '%s' "$__termhost_marks" >&2
+		else
+			# A subshell's output may go into a pipe: the marks go to the terminal.
+			{ builtin printf '%s' "$__termhost_marks" >/dev/tty; } 2>/dev/null ||
+				builtin printf '%s' "$__termhost_marks" >&2
+		fi
+		return 0
+	}
+
+	# __termhost_arm LASTARG: the trap for the next line, the last of the prompt
+	# commands. It chains the person's DEBUG trap as it stands then, which
+	# __termhost_pc_last reads into the scratch file first: a function's body
+	# does not see the trap (bash takes it away while a function runs).
+	__termhost_arm() {
+		if [[ -n $__termhost_scratch ]]; then
+			# `trap -p` wrote over the NUL __termhost_precmd_last left at the
+			# start, and ends at the first "' DEBUG" and newline: a quote
+			# inside the trap is written '\''. (It may have written over every
+			# NUL there was: read then stops at the end, and fails, which under
+			# set -e must not end the shell.)
+			IFS= builtin read -r -d '' __termhost_trap_now <"$__termhost_scratch" || :
+			__termhost_trap_now=${__termhost_trap_now%%"' DEBUG"$'\n'*}
+		fi
+		# Still ours (the line never got to a command of this shell): the
+		# person's trap is the one it chains already.
+		if [[ $__termhost_trap_now != *__termhost_preexec* || -z $__termhost_armed_trap ]]; then
+			__termhost_user_trap_of "$__termhost_trap_now"
+			__termhost_armed_trap='__termhost_preexec "$_"
+case $__termhost_next in user) builtin trap -- "$__termhost_user_trap" DEBUG ;; none) builtin trap - DEBUG ;; esac
+'
+			if [[ -n $__termhost_user_trap ]]; then
+				__termhost_armed_trap+='if [[ -n $__termhost_skip ]]; then : "$__termhost_dbg_arg"; else __termhost_restore "$__termhost_dbg_status" "$__termhost_dbg_arg"
+'$__termhost_user_trap'
+fi'
+			else
+				__termhost_armed_trap+=': "$__termhost_dbg_arg"'
+			fi
+		fi
+		if [[ -n $__termhost_tok ]]; then
+			command exec {__termhost_tok}<&-
+		fi
+		command exec {__termhost_tok}<<<''
+		if [[ -o functrace ]]; then
+			__termhost_user_functrace=1
+		else
+			__termhost_user_functrace=
+			__termhost_tracing=1
+			builtin set -T
+		fi
+		builtin trap -- "$__termhost_armed_trap" DEBUG
+		__termhost_restore "$__termhost_pc_status"
+	}
+	__termhost_armed_trap=
+	__termhost_trap_now=
 else
 	# Older bash: a DEBUG trap, which runs before every simple command. The first
 	# one after a prompt, outside the prompt commands, is where the command line
@@ -159,24 +327,28 @@ else
 		case $BASH_COMMAND in __termhost_precmd*) return 0 ;; esac
 		__termhost_armed=
 		__termhost_ran=1
-		__termhost_mark_line "$BASH_COMMAND"
-		builtin printf '\033]633;C\007'
+		__termhost_start_marks "$BASH_COMMAND"
+		builtin printf '%s' "$__termhost_marks"
 		return 0
 	}
 
 	# A DEBUG trap the person's files set runs after ours, with $? and $_ as they
-	# were.
-	__termhost_trap=$(builtin trap -p DEBUG)
-	if [[ -n $__termhost_trap ]]; then
-		__termhost_trap=${__termhost_trap#"trap -- '"}
-		__termhost_trap=${__termhost_trap%"' DEBUG"}
-		__termhost_trap=${__termhost_trap//"'\\''"/"'"}
+	# were. (Read here, outside any function, where the trap is seen.)
+	if [[ -n $__termhost_scratch ]]; then
+		builtin printf '\0' 1<>"$__termhost_scratch"
+		builtin trap -p DEBUG 1<>"$__termhost_scratch"
+		IFS= builtin read -r -d '' __termhost_trap_now <"$__termhost_scratch" || :
+		__termhost_trap_now=${__termhost_trap_now%%"' DEBUG"$'\n'*}
+	else
+		__termhost_trap_now=$(builtin trap -p DEBUG)
+	fi
+	__termhost_user_trap_of "$__termhost_trap_now"
+	if [[ -n $__termhost_user_trap ]]; then
 		builtin trap "__termhost_preexec \"\$_\"; __termhost_restore \"\$__termhost_dbg_status\" \"\$__termhost_dbg_arg\"
-$__termhost_trap" DEBUG
+$__termhost_user_trap" DEBUG
 	else
 		builtin trap '__termhost_preexec "$_"; : "$__termhost_dbg_arg"' DEBUG
 	fi
-	builtin unset __termhost_trap
 fi
 
 # PROMPT_COMMAND becomes the person's prompt commands (a string, or in bash 5.1
@@ -186,6 +358,18 @@ fi
 # just made. Anything added to PROMPT_COMMAND later is taken in the same way.
 __termhost_pc_first='__termhost_precmd "$_"'
 __termhost_pc_last='__termhost_precmd_last "$_"'
+if [[ -z $__termhost_debug_trap ]]; then
+	# The DEBUG trap is read out here, outside any function, and the last
+	# command's argument is $_ as the line left it.
+	# (The person's trap runs before this command, and writes where it writes:
+	# the redirection is made after it.)
+	if [[ -n $__termhost_scratch ]]; then
+		__termhost_pc_last+=$'\nbuiltin trap -p DEBUG 1<>"$__termhost_scratch"'
+	else
+		__termhost_pc_last+=$'\n__termhost_trap_now=$(builtin trap -p DEBUG)'
+	fi
+	__termhost_pc_last+=$'\n__termhost_arm "$__termhost_pc_arg"'
+fi
 __termhost_adopt_pc() {
 	local pc user=''
 	for pc in "${PROMPT_COMMAND[@]}"; do
@@ -209,7 +393,19 @@ __termhost_precmd() {
 	__termhost_armed=
 	if [[ -n $__termhost_ran ]]; then
 		__termhost_ran=
+		if [[ -z $__termhost_debug_trap ]]; then
+			# A line none of whose commands started (a function's definition)
+			# still ran: its E and C come now.
+			if __termhost_claim; then
+				__termhost_start_marks
+				builtin printf '%s' "$__termhost_marks" >&2
+			fi
+		fi
 		builtin printf '\033]633;D;%s\007' "$__termhost_status"
+	fi
+	if [[ -n ${__termhost_tracing-} ]]; then
+		__termhost_tracing=
+		builtin set +T
 	fi
 	if [[ -n $__termhost_private ]]; then
 		while ((${HISTCMD:-0} > ${__termhost_next_hist:-0} && __termhost_next_hist > 0)); do
@@ -226,7 +422,9 @@ __termhost_precmd() {
 
 __termhost_precmd_last() {
 	local st=$?
-	if [[ ${#PROMPT_COMMAND[@]} != 1 || $PROMPT_COMMAND != "$__termhost_pc" ]]; then
+	__termhost_pc_status=$st
+	__termhost_pc_arg=$1
+	if [[ ${!PROMPT_COMMAND[*]} != 0 || ${PROMPT_COMMAND-} != "$__termhost_pc" ]]; then
 		__termhost_adopt_pc
 	fi
 	__termhost_ps1_user=${PS1-}
@@ -241,6 +439,9 @@ __termhost_precmd_last() {
 	fi
 	__termhost_escape "$PWD"
 	builtin printf '\033]633;P;Cwd=%s\007' "$__termhost_escaped"
+	if [[ -z $__termhost_debug_trap && -n $__termhost_scratch ]]; then
+		builtin printf '\0' 1<>"$__termhost_scratch"
+	fi
 	__termhost_next_hist=${HISTCMD-}
 	__termhost_armed=1
 	__termhost_restore "$st"

@@ -110,7 +110,11 @@ func runOpen(ctx context.Context, e *env, r *Result) error {
 			if err != nil {
 				return fmt.Errorf("raw integrated, round %d: %w", i, err)
 			}
-			if ri, err = e.rawOpen(e.rawShellCmd(e.shell, inj.Env, inj.Args...)); err != nil {
+			rc := e.rawShellCmd(e.shell, inj.Env, inj.Args...)
+			rc.ExtraFiles = inj.Files
+			ri, err = e.rawOpen(rc)
+			inj.Close()
+			if err != nil {
 				return fmt.Errorf("raw integrated, round %d: %w", i, err)
 			}
 			if pi, err = pipe.open(ctx, e.uri(fmt.Sprintf("open-integrated-pipelined-%d", i), 0), "", nil); err != nil {

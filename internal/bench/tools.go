@@ -309,7 +309,9 @@ func (e *env) startIntegratedBash(bash string) (*rawShell, error) {
 	cmd := exec.Command(bash, inj.Args...)
 	cmd.Env = append(os.Environ(), "TERM=xterm-256color", integration.PreventHistoryEnv+"=1", "LC_ALL=C.UTF-8")
 	cmd.Env = append(cmd.Env, inj.Env...)
+	cmd.ExtraFiles = inj.Files
 	p, err := startRawCmd(true, cmd)
+	inj.Close()
 	if err != nil {
 		return nil, err
 	}
