@@ -64,6 +64,7 @@ type Member struct {
 	cluster  *pcluster.Cluster
 	addr     string
 	instance string
+	gw       *gateway
 }
 
 // Join starts this node's remote and joins the cluster; the node actor is spawned by
@@ -152,6 +153,10 @@ func (m *Member) PID() *actor.PID { return m.system.NewLocalPID(NodeName) }
 // Spawn starts the node actor, which speaks for this node to the others and to the
 // root at rootPID on this one.
 func (m *Member) Spawn(journal *delivery.Journal, rootPID *actor.PID) error {
+	m.gw = newGateway(m.system, journal, rootPID)
+	if _, ok := m.system.ProcessRegistry.Add(m.gw, GatewayName); !ok {
+		return fmt.Errorf("cluster: %s is taken", GatewayName)
+	}
 	props := actor.PropsFromProducer(func() actor.Actor { return newNode(m, journal, rootPID) })
 	_, err := m.system.Root.SpawnNamed(props, NodeName)
 	return err

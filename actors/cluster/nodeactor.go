@@ -51,12 +51,9 @@ type node struct {
 	owner   map[string]string
 	proxies map[string]*actor.PID
 
-	// Owner side: the subscriptions other nodes' proxies hold here; the terminals
-	// remote dispatches go to directly, and those whose dispatches went through the
-	// root and keep going that way (see gatewayDispatch).
-	subs      map[string]*remoteSub
-	terminals map[string]*actor.PID
-	viaRoot   map[string]bool
+	// Owner side: the subscriptions other nodes' proxies hold here (their dispatches
+	// go to the member's gateway).
+	subs map[string]*remoteSub
 
 	// afterRow are create answers waiting for the row of their terminal to go out.
 	afterRow map[string][]func()
@@ -97,7 +94,7 @@ type nodeLost struct{}
 
 func newNode(m *Member, journal *delivery.Journal, rootPID *actor.PID) *node {
 	return &node{m: m, journal: journal, root: rootPID, members: map[string]bool{}, peers: map[string]*peer{}, warned: map[string]bool{},
-		owner: map[string]string{}, proxies: map[string]*actor.PID{}, subs: map[string]*remoteSub{}, terminals: map[string]*actor.PID{}, viaRoot: map[string]bool{}, afterRow: map[string][]func(){}}
+		owner: map[string]string{}, proxies: map[string]*actor.PID{}, subs: map[string]*remoteSub{}, afterRow: map[string][]func(){}}
 }
 
 func (n *node) Receive(ctx actor.Context) {
@@ -186,7 +183,8 @@ func (n *node) Receive(ctx actor.Context) {
 			ctx.Send(n.root, &channel.Unsubscribe{Channel: msg.URI, Sub: s})
 		}
 	case *remoteDispatch:
-		n.gatewayDispatch(ctx, msg)
+		// From a node that sent it here rather than to the gateway.
+		n.m.gw.dispatch(msg)
 	case *remoteCreate:
 		n.gatewayCreate(ctx, msg)
 	case *remoteDispose:
@@ -235,6 +233,7 @@ func (n *node) topology(ctx actor.Context, members []*pcluster.Member) {
 }
 
 func (n *node) greet(ctx actor.Context, addr string, reply bool) {
+	n.m.opts.Logger.Debug("greeting a node", "addr", addr, "reply", reply)
 	ctx.Send(actor.NewPID(addr, NodeName), &hello{Addr: n.m.addr, Instance: n.m.instance, Name: n.m.opts.Name, Rows: n.local, Chats: n.chats, Load: n.load, Reply: reply})
 	if !reply {
 		self, system := ctx.Self(), ctx.ActorSystem()
@@ -259,6 +258,7 @@ func (n *node) tick(ctx actor.Context) {
 // hello takes a node in. Its calls reached this one through the cluster's secret, so
 // it is one of ours; a new instance at a known address means the old one died.
 func (n *node) hello(ctx actor.Context, h *hello) {
+	n.m.opts.Logger.Debug("a hello came", "from", h.Addr, "name", h.Name, "reply", h.Reply)
 	delete(n.warned, h.Addr)
 	p := n.peers[h.Addr]
 	fresh := p == nil || p.instance != h.Instance
@@ -452,18 +452,7 @@ func subKey(pid *actor.PID, gen uint64) string {
 }
 
 // forgetUnlisted drops what the gateway keeps of terminals this node no longer lists.
-func (n *node) forgetUnlisted() {
-	for uri := range n.terminals {
-		if !n.listed[uri] {
-			delete(n.terminals, uri)
-		}
-	}
-	for uri := range n.viaRoot {
-		if !n.listed[uri] {
-			delete(n.viaRoot, uri)
-		}
-	}
-}
+func (n *node) forgetUnlisted() { n.m.gw.forget(n.listed) }
 
 // rowsWindow throttles this node's rows to its peers, as the root throttles its list
 // (a burst of a thousand creates would otherwise send a thousand ever longer lists to
