@@ -53,31 +53,39 @@ func (c *clusterNodes) close() {
 	}
 }
 
-func freeLoopbackPort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// freeLoopbackPorts are n different loopback ports nobody listens on now: all n are
+// held while they are picked, so the kernel cannot hand out one of them twice (a
+// node's port and another's seeds port the same: the node could not start). Another
+// process may still take one before the node binds it; the node then fails to start
+// with the port named, rather than run unreachable.
+func freeLoopbackPorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
 }
 
 // startClusterNodes starts the nodes and waits until every one knows every other.
 func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
 	c := &clusterNodes{}
-	seedPorts := make([]int, clusterNodeCount)
+	ports, err := freeLoopbackPorts(2 * clusterNodeCount)
+	if err != nil {
+		return nil, err
+	}
+	seedPorts, nodePorts := ports[:clusterNodeCount], ports[clusterNodeCount:]
 	var seeds []string
-	for i := range seedPorts {
-		p, err := freeLoopbackPort()
-		if err != nil {
-			return nil, err
-		}
-		seedPorts[i] = p
+	for _, p := range seedPorts {
 		seeds = append(seeds, fmt.Sprintf("127.0.0.1:%d", p))
 	}
 	for i := range clusterNodeCount {
 		name := fmt.Sprintf("n%d", i)
-		if err := c.start(e, name, seeds, seedPorts[i]); err != nil {
+		if err := c.start(e, name, seeds, seedPorts[i], nodePorts[i]); err != nil {
 			c.close()
 			return nil, err
 		}
@@ -114,7 +122,7 @@ func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
 	return c, nil
 }
 
-func (c *clusterNodes) start(e *env, name string, seeds []string, seedPort int) error {
+func (c *clusterNodes) start(e *env, name string, seeds []string, seedPort, port int) error {
 	dir, err := os.MkdirTemp("", "termhost-bench-cluster-")
 	if err != nil {
 		return err
@@ -128,10 +136,6 @@ func (c *clusterNodes) start(e *env, name string, seeds []string, seedPort int) 
 		return err
 	}
 	tok, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	port, err := freeLoopbackPort()
 	if err != nil {
 		return err
 	}
