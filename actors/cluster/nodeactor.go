@@ -273,7 +273,13 @@ func (n *node) hello(ctx actor.Context, h *hello) {
 	p.name, p.rows, p.chats, p.load, p.placed = h.Name, h.Rows, h.Chats, h.Load, 0
 	n.publish(ctx, p)
 	switch {
-	case fresh && !h.Reply:
+	case !h.Reply:
+		// Every greeting is answered, also from a node already known here: this
+		// node's answer to its first greeting may have been lost (protoactor's remote
+		// delivers at most once, and what is sent while a connection to a restarted
+		// node is being made again is dropped). Answering only new nodes left such a
+		// node deaf for good: it greeted again and again, this node took each hello
+		// as from a node it knew and said nothing, and the node never heard of it.
 		n.greet(ctx, h.Addr, true)
 	case fresh:
 		// The answer to this node's own hello. What this node lists may have changed
