@@ -546,6 +546,9 @@ func runCluster(t *testing.T, provider func(slot int) []string) {
 	_ = stA
 	sA.untilPrompt(ctx) // typing before the prompt could be lost
 	sB.untilPrompt(ctx)
+	// From here on both see the same actions. Before, each saw the prompt either in
+	// its snapshot or as output after it, depending on when it subscribed.
+	sA.envs, sB.envs = nil, nil
 
 	_ = ta.Dispatch(ctx, x, 1, map[string]any{"type": "terminal/input", "data": "echo x-$((6*7))\r"})
 	sA.untilOutput(ctx, "x-42")
