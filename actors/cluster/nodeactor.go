@@ -169,6 +169,8 @@ func (n *node) Receive(ctx actor.Context) {
 		n.dispose(ctx, msg)
 	case *terminal.Create:
 		n.place(ctx, msg)
+	case *placed:
+		n.placedAnswer(ctx, msg)
 
 	// Owner side: another node's proxy acting here.
 	case *remoteSubscribe:
@@ -423,14 +425,33 @@ func (n *node) place(ctx actor.Context, m *terminal.Create) {
 	target.placed++
 	rc := &remoteCreate{URI: m.URI, Claim: m.Claim, Name: m.Name, Cwd: m.Cwd, Cols: m.Cols, Rows: m.Rows, Spec: wireSpec(m.Spec), Who: carry(m.By)}
 	f := ctx.RequestFuture(target.pid, rc, channel.RequestTimeout)
-	ctx.ReenterAfter(f, func(res any, err error) {
-		r, ok := Decode(res).(*createResult)
-		if err != nil || !ok {
-			ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeInternalError, "Internal error: node %s did not answer the create in time", target.name)})
-			return
-		}
-		ctx.Respond(&terminal.CreateResult{Err: r.Err, IsPty: r.IsPty, Detection: r.Detection})
-	})
+	// Not ReenterAfter: its continuation is a system message, handled before the user
+	// messages already waiting, and the owner's rows that list the new terminal, sent
+	// just before its answer on the same stream, are waiting (see gatewayCreate). The
+	// client would hear of its terminal before this node knew where it is, and its
+	// subscribe would find nothing. A message of its own goes after them.
+	self, system, sender, name := ctx.Self(), ctx.ActorSystem(), ctx.Sender(), target.name
+	go func() {
+		res, err := f.Result()
+		system.Root.Send(self, &placed{sender: sender, node: name, res: res, err: err})
+	}()
+}
+
+// placed is the owner's answer to a create placed there, for the client that asked.
+type placed struct {
+	sender *actor.PID
+	node   string
+	res    any
+	err    error
+}
+
+func (n *node) placedAnswer(ctx actor.Context, m *placed) {
+	r, ok := Decode(m.res).(*createResult)
+	if m.err != nil || !ok {
+		ctx.Send(m.sender, &terminal.CreateResult{Err: messages.Errorf(messages.CodeInternalError, "Internal error: node %s did not answer the create in time", m.node)})
+		return
+	}
+	ctx.Send(m.sender, &terminal.CreateResult{Err: r.Err, IsPty: r.IsPty, Detection: r.Detection})
 }
 
 func (n *node) nodeNames() []string {
