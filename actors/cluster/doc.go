@@ -8,20 +8,25 @@
 // any node can address any other's by its address alone. It plays two parts:
 //
 //   - as the owner of terminals, it is their gateway: a remote node's subscription,
-//     dispatch, create or dispose is acted out here as a local subscriber or client
-//     would, through the root, and what the terminal sends back is streamed to the
-//     calling node as it was delivered here;
+//     create or dispose is acted out here as a local subscriber or client would,
+//     through the root, and what the terminal sends back is streamed to the calling
+//     node as it was delivered here. A dispatch (a keystroke) goes to the gateway
+//     process (GatewayName) instead, which hands it to the terminal on the goroutine
+//     that read it off the wire;
 //   - as the caller, it stands one proxy actor in for each remote terminal somebody
 //     here uses. The root routes a remote terminal's URI to it, so a connection
 //     speaks to a proxy exactly as to a local terminal: the proxy holds one
 //     subscription on the owner, folds what comes with the terminals' own reducer, and
 //     answers each local subscribe with a snapshot, then every later action stamped
-//     by this node's journal, nothing lost or doubled.
+//     by this node's journal, nothing lost or doubled. Keystrokes out and frames in
+//     pass through two processes of the proxy, not its mailbox, so a keystroke to
+//     another node meets no actor of this package on either node.
 //
 // Actor messages inside a node carry Go pointers and channels and never leave it.
 // Between nodes only the small set of messages in wire.go goes, each one encoded as
-// JSON (a frame as its own bytes) inside a protobuf BytesValue, a well-known type
-// protoactor-go's remote can carry without generated code.
+// JSON (a frame as its own bytes, a dispatch in a small binary layout) inside a
+// protobuf BytesValue, a well-known type protoactor-go's remote can carry without
+// generated code.
 //
 // The root lists every node's terminals: each node tells the others its own rows
 // (and its load, for placement) whenever they change, and each row carries its

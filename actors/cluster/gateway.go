@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/messages"
@@ -111,41 +112,111 @@ func (n *node) gatewaySubscribed(m *gatewaySubscribed) {
 			s.answer(&subscribed{Gen: s.gen, Err: messages.Errorf(messages.CodeInternalError, "Internal error: %v", err)})
 			return
 		}
+		if r.Terminal != nil {
+			n.m.gw.named(s.uri, r.Terminal)
+		}
 		s.answer(&subscribed{Gen: s.gen, State: state})
-		if r.Terminal != nil && !n.viaRoot[s.uri] {
-			n.terminals[s.uri] = r.Terminal
+	}
+}
+
+// GatewayName is the name of every node's gateway: where other nodes' proxies send
+// their clients' dispatches.
+const GatewayName = "termhost-gateway"
+
+// gateway is the owner side of a keystroke: it takes another node's remoteDispatch and
+// acts it out here, as the entry node admitted it. It is a process, not an actor:
+// protoactor's endpoint reader hands it each message on the reader's own goroutine,
+// so a keystroke reaches its terminal's mailbox with no actor in between (an actor's
+// mailbox is a hand-off to another goroutine, which is most of a hop's cost).
+// The reader delivers one node's messages one at a time and in order, so a proxy's
+// dispatches stay in order; mu orders them against other nodes' and the node actor.
+type gateway struct {
+	system  *actor.ActorSystem
+	journal *delivery.Journal
+	root    *actor.PID
+
+	mu sync.Mutex // guards the fields below
+	// terminals are what dispatches go to directly once a subscribe named them, as a
+	// connection does (channel.SubscribeResult.Terminal); viaRoot are those whose
+	// dispatches went through the root and keep going that way, since a direct one
+	// could overtake a dispatch still on its way through the root.
+	terminals map[string]*actor.PID
+	viaRoot   map[string]bool
+}
+
+func newGateway(system *actor.ActorSystem, journal *delivery.Journal, root *actor.PID) *gateway {
+	return &gateway{system: system, journal: journal, root: root, terminals: map[string]*actor.PID{}, viaRoot: map[string]bool{}}
+}
+
+// SendUserMessage is a message from another node (or the node actor) for the gateway.
+func (g *gateway) SendUserMessage(_ *actor.PID, msg any) {
+	_, msg, _ = actor.UnwrapEnvelope(msg)
+	if m, ok := Decode(msg).(*remoteDispatch); ok {
+		g.dispatch(m)
+	}
+}
+
+func (g *gateway) SendSystemMessage(*actor.PID, any) {}
+func (g *gateway) Stop(*actor.PID)                   {}
+
+// named keeps the terminal a subscribe named, for dispatches to go to it directly,
+// unless a dispatch to it already went through the root. Called before the
+// subscription is answered, so the proxy's held dispatches find it.
+func (g *gateway) named(uri string, pid *actor.PID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.viaRoot[uri] {
+		g.terminals[uri] = pid
+	}
+}
+
+// forget drops what is kept of the terminals this node no longer lists.
+func (g *gateway) forget(listed map[string]bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for uri := range g.terminals {
+		if !listed[uri] {
+			delete(g.terminals, uri)
+		}
+	}
+	for uri := range g.viaRoot {
+		if !listed[uri] {
+			delete(g.viaRoot, uri)
 		}
 	}
 }
 
-// gatewayDispatch acts out a remote client's dispatch here, as the entry node
-// admitted it: accepted, its echo reaches every subscriber (the proxies among them);
-// refused, the refusal goes back to the one that sent it.
-func (n *node) gatewayDispatch(ctx actor.Context, m *remoteDispatch) {
+// dispatch acts out a remote client's dispatch here: accepted, its echo reaches every
+// subscriber (the proxies among them); refused, the refusal goes back to the one that
+// sent it.
+func (g *gateway) dispatch(m *remoteDispatch) {
 	var a messages.Action
 	if err := json.Unmarshal(m.Action, &a); err != nil || a.Type == "" {
-		n.m.opts.Logger.Debug("dropping a malformed remote dispatch", "uri", m.URI)
-		return
+		return // the entry node read it; this does not happen between termhost nodes
 	}
 	who := m.Who.principal()
-	sub := rejectSub{system: ctx.ActorSystem(), proxy: m.Proxy, key: m.Key}
+	sub := rejectSub{system: g.system, proxy: m.Proxy, key: m.Key}
 	if grant := auth.ActionGrant(a.Type); grant != "" && !who.Can(grant) {
-		n.journal.Reject(sub, m.URI, m.Action, m.Origin, who.Refusal(grant))
+		g.journal.Reject(sub, m.URI, m.Action, m.Origin, who.Refusal(grant))
 		return
 	}
 	d := &channel.Dispatch{Channel: m.URI, Action: &a, Raw: m.Action, Origin: m.Origin, By: m.By, Principal: who, Sub: sub}
-	// Straight to the terminal once a subscribe named it, as a connection does
-	// (channel.SubscribeResult.Terminal), unless a dispatch already went through the
-	// root, which it could overtake.
-	if pid := n.terminals[m.URI]; pid != nil {
-		if _, alive := ctx.ActorSystem().ProcessRegistry.Get(pid); alive {
-			ctx.Send(pid, d)
-			return
+	to := g.route(m.URI)
+	g.system.Root.Send(to, d)
+}
+
+// route is where a dispatch to uri goes: its terminal, or the root.
+func (g *gateway) route(uri string) *actor.PID {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if pid := g.terminals[uri]; pid != nil {
+		if _, alive := g.system.ProcessRegistry.Get(pid); alive {
+			return pid
 		}
-		delete(n.terminals, m.URI)
+		delete(g.terminals, uri)
 	}
-	n.viaRoot[m.URI] = true
-	ctx.Send(n.root, d)
+	g.viaRoot[uri] = true
+	return g.root
 }
 
 // gatewayDispose disposes a terminal here for a client of another node, checked again

@@ -67,12 +67,13 @@ type Member struct {
 	instance string
 	// users is this node's copy of the cluster's users, once SpawnUsers has run.
 	users *auth.Store
+	gw    *gateway
 }
 
 // Join starts this node's remote and joins the cluster; the node actor is spawned by
 // Spawn once the root is there. Call it before spawning anything another node must
 // be able to reach, since actors spawned before it are named by no address.
-func Join(system *actor.ActorSystem, opts Options) (*Member, error) {
+func Join(system *actor.ActorSystem, opts Options) (_ *Member, err error) {
 	if opts.Cluster == "" {
 		return nil, errors.New("cluster: a cluster name is required")
 	}
@@ -111,7 +112,16 @@ func Join(system *actor.ActorSystem, opts Options) (*Member, error) {
 		if opts.SeedPort == 0 {
 			opts.SeedPort = port + 1
 		}
-		provider = seedsProvider(system, opts, host, port)
+		p, ln, err := seedsProvider(system, opts, host, port)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				ln.Close()
+			}
+		}()
+		provider = p
 	default:
 		return nil, errors.New("cluster: a membership provider is required: --etcd URL,… or --seeds HOST:PORT,…")
 	}
@@ -146,6 +156,10 @@ func (m *Member) PID() *actor.PID { return m.system.NewLocalPID(NodeName) }
 // Spawn starts the node actor, which speaks for this node to the others and to the
 // root at rootPID on this one.
 func (m *Member) Spawn(journal *delivery.Journal, rootPID *actor.PID) error {
+	m.gw = newGateway(m.system, journal, rootPID)
+	if _, ok := m.system.ProcessRegistry.Add(m.gw, GatewayName); !ok {
+		return fmt.Errorf("cluster: %s is taken", GatewayName)
+	}
 	props := actor.PropsFromProducer(func() actor.Actor { return newNode(m, journal, rootPID) })
 	_, err := m.system.Root.SpawnNamed(props, NodeName)
 	return err
@@ -179,14 +193,22 @@ func memberAddrs(members []*pcluster.Member, self string) map[string]bool {
 // seedsProvider is the automanaged provider with the HTTP server it is polled on
 // made here: the provider's own prints a line to stdout when it starts, and stdout
 // carries only the host's contract line. It answers what the provider's own would.
-func seedsProvider(system *actor.ActorSystem, opts Options, host string, port int) pcluster.ClusterProvider {
+// Its port is bound here, before the node joins: the provider binds it in the
+// background and only logs when it cannot, and a node nobody can poll is listed by
+// no other node while it lists them all (it hears them, they never hear of it).
+func seedsProvider(system *actor.ActorSystem, opts Options, host string, port int) (pcluster.ClusterProvider, net.Listener, error) {
+	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", opts.SeedPort))
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster: the seeds port (--seed-port, default the node's port + 1): %w", err)
+	}
 	e := echo.New()
+	e.Listener = ln
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(io.Discard)
 	e.GET("/_health", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, automanaged.NewNode(opts.Cluster, system.ID, host, port, opts.SeedPort, []string{}))
 	})
-	return automanaged.NewWithTesting(time.Second, opts.SeedPort, e, opts.Seeds...)
+	return automanaged.NewWithTesting(time.Second, opts.SeedPort, e, opts.Seeds...), ln, nil
 }
 
 // Ping times one round trip from this node to the node actor at addr (host:port)

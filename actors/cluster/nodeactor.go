@@ -51,12 +51,9 @@ type node struct {
 	owner   map[string]string
 	proxies map[string]*actor.PID
 
-	// Owner side: the subscriptions other nodes' proxies hold here; the terminals
-	// remote dispatches go to directly, and those whose dispatches went through the
-	// root and keep going that way (see gatewayDispatch).
-	subs      map[string]*remoteSub
-	terminals map[string]*actor.PID
-	viaRoot   map[string]bool
+	// Owner side: the subscriptions other nodes' proxies hold here (their dispatches
+	// go to the member's gateway).
+	subs map[string]*remoteSub
 
 	// afterRow are create answers waiting for the row of their terminal to go out.
 	afterRow map[string][]func()
@@ -97,7 +94,7 @@ type nodeLost struct{}
 
 func newNode(m *Member, journal *delivery.Journal, rootPID *actor.PID) *node {
 	return &node{m: m, journal: journal, root: rootPID, members: map[string]bool{}, peers: map[string]*peer{}, warned: map[string]bool{},
-		owner: map[string]string{}, proxies: map[string]*actor.PID{}, subs: map[string]*remoteSub{}, terminals: map[string]*actor.PID{}, viaRoot: map[string]bool{}, afterRow: map[string][]func(){}}
+		owner: map[string]string{}, proxies: map[string]*actor.PID{}, subs: map[string]*remoteSub{}, afterRow: map[string][]func(){}}
 }
 
 func (n *node) Receive(ctx actor.Context) {
@@ -172,6 +169,8 @@ func (n *node) Receive(ctx actor.Context) {
 		n.dispose(ctx, msg)
 	case *terminal.Create:
 		n.place(ctx, msg)
+	case *placed:
+		n.placedAnswer(ctx, msg)
 
 	// Owner side: another node's proxy acting here.
 	case *remoteSubscribe:
@@ -186,7 +185,8 @@ func (n *node) Receive(ctx actor.Context) {
 			ctx.Send(n.root, &channel.Unsubscribe{Channel: msg.URI, Sub: s})
 		}
 	case *remoteDispatch:
-		n.gatewayDispatch(ctx, msg)
+		// From a node that sent it here rather than to the gateway.
+		n.m.gw.dispatch(msg)
 	case *remoteCreate:
 		n.gatewayCreate(ctx, msg)
 	case *remoteDispose:
@@ -235,6 +235,7 @@ func (n *node) topology(ctx actor.Context, members []*pcluster.Member) {
 }
 
 func (n *node) greet(ctx actor.Context, addr string, reply bool) {
+	n.m.opts.Logger.Debug("greeting a node", "addr", addr, "reply", reply)
 	ctx.Send(actor.NewPID(addr, NodeName), &hello{Addr: n.m.addr, Instance: n.m.instance, Name: n.m.opts.Name, Rows: n.local, Chats: n.chats, Load: n.load, Reply: reply})
 	if !reply {
 		self, system := ctx.Self(), ctx.ActorSystem()
@@ -259,6 +260,7 @@ func (n *node) tick(ctx actor.Context) {
 // hello takes a node in. Its calls reached this one through the cluster's secret, so
 // it is one of ours; a new instance at a known address means the old one died.
 func (n *node) hello(ctx actor.Context, h *hello) {
+	n.m.opts.Logger.Debug("a hello came", "from", h.Addr, "name", h.Name, "reply", h.Reply)
 	delete(n.warned, h.Addr)
 	p := n.peers[h.Addr]
 	fresh := p == nil || p.instance != h.Instance
@@ -273,7 +275,13 @@ func (n *node) hello(ctx actor.Context, h *hello) {
 	p.name, p.rows, p.chats, p.load, p.placed = h.Name, h.Rows, h.Chats, h.Load, 0
 	n.publish(ctx, p)
 	switch {
-	case fresh && !h.Reply:
+	case !h.Reply:
+		// Every greeting is answered, also from a node already known here: this
+		// node's answer to its first greeting may have been lost (protoactor's remote
+		// delivers at most once, and what is sent while a connection to a restarted
+		// node is being made again is dropped). Answering only new nodes left such a
+		// node deaf for good: it greeted again and again, this node took each hello
+		// as from a node it knew and said nothing, and the node never heard of it.
 		n.greet(ctx, h.Addr, true)
 	case fresh:
 		// The answer to this node's own hello. What this node lists may have changed
@@ -417,14 +425,33 @@ func (n *node) place(ctx actor.Context, m *terminal.Create) {
 	target.placed++
 	rc := &remoteCreate{URI: m.URI, Claim: m.Claim, Name: m.Name, Cwd: m.Cwd, Cols: m.Cols, Rows: m.Rows, Spec: wireSpec(m.Spec), Who: carry(m.By)}
 	f := ctx.RequestFuture(target.pid, rc, channel.RequestTimeout)
-	ctx.ReenterAfter(f, func(res any, err error) {
-		r, ok := Decode(res).(*createResult)
-		if err != nil || !ok {
-			ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeInternalError, "Internal error: node %s did not answer the create in time", target.name)})
-			return
-		}
-		ctx.Respond(&terminal.CreateResult{Err: r.Err, IsPty: r.IsPty, Detection: r.Detection})
-	})
+	// Not ReenterAfter: its continuation is a system message, handled before the user
+	// messages already waiting, and the owner's rows that list the new terminal, sent
+	// just before its answer on the same stream, are waiting (see gatewayCreate). The
+	// client would hear of its terminal before this node knew where it is, and its
+	// subscribe would find nothing. A message of its own goes after them.
+	self, system, sender, name := ctx.Self(), ctx.ActorSystem(), ctx.Sender(), target.name
+	go func() {
+		res, err := f.Result()
+		system.Root.Send(self, &placed{sender: sender, node: name, res: res, err: err})
+	}()
+}
+
+// placed is the owner's answer to a create placed there, for the client that asked.
+type placed struct {
+	sender *actor.PID
+	node   string
+	res    any
+	err    error
+}
+
+func (n *node) placedAnswer(ctx actor.Context, m *placed) {
+	r, ok := Decode(m.res).(*createResult)
+	if m.err != nil || !ok {
+		ctx.Send(m.sender, &terminal.CreateResult{Err: messages.Errorf(messages.CodeInternalError, "Internal error: node %s did not answer the create in time", m.node)})
+		return
+	}
+	ctx.Send(m.sender, &terminal.CreateResult{Err: r.Err, IsPty: r.IsPty, Detection: r.Detection})
 }
 
 func (n *node) nodeNames() []string {
@@ -452,18 +479,7 @@ func subKey(pid *actor.PID, gen uint64) string {
 }
 
 // forgetUnlisted drops what the gateway keeps of terminals this node no longer lists.
-func (n *node) forgetUnlisted() {
-	for uri := range n.terminals {
-		if !n.listed[uri] {
-			delete(n.terminals, uri)
-		}
-	}
-	for uri := range n.viaRoot {
-		if !n.listed[uri] {
-			delete(n.viaRoot, uri)
-		}
-	}
-}
+func (n *node) forgetUnlisted() { n.m.gw.forget(n.listed) }
 
 // rowsWindow throttles this node's rows to its peers, as the root throttles its list
 // (a burst of a thousand creates would otherwise send a thousand ever longer lists to

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"encoding/json"
+	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -17,11 +18,26 @@ import (
 // comes with the terminals' own reducer, and answers each subscribe here with that
 // state and then every later action, stamped by this node's journal: what a
 // subscriber of a local terminal gets, nothing lost or doubled.
+//
+// A keystroke's way in and its echo's way out pass no actor of the proxy: the two
+// are processes (an inbox and an outlet) that run on the goroutine that hands them a
+// message, as the gateway does on the owner (see gateway). The outlet is the
+// Terminal a subscribe here answers with, so a connection's dispatch goes from its
+// own goroutine straight to the owner's gateway; the inbox is the PID the owner
+// sends the subscription's frames to, and protoactor's endpoint reader stamps and
+// delivers them on its goroutine. The actor does the rest: subscribes, unsubscribes,
+// the node's loss.
 type proxy struct {
 	uri     string
-	owner   *actor.PID
+	owner   *actor.PID // the owner's node actor: subscriptions
+	gw      *actor.PID // the owner's gateway: dispatches
 	journal *delivery.Journal
+	system  *actor.ActorSystem
+	// self is the actor; inbox and outlet its processes.
+	self, inbox, outlet *actor.PID
 
+	// mu guards the subscription and its state: the actor and the inbox take it.
+	mu sync.Mutex
 	// gen numbers this proxy's subscriptions on the owner; what an earlier one still
 	// sends is dropped.
 	gen   uint64
@@ -38,10 +54,19 @@ type proxy struct {
 	subs    map[delivery.Subscriber]bool
 	waiting []waiter
 
+	// dmu guards the dispatches' side; the outlet takes it alone (never mu), so a
+	// connection that dispatches from inside a delivery made under mu does not wait
+	// on it.
+	dmu sync.Mutex
 	// keys name each local dispatcher to the owner, for a refusal to find its way back.
 	keys    map[delivery.Subscriber]uint64
 	byKey   map[uint64]delivery.Subscriber
 	nextKey uint64
+	// While a subscription is being made, dispatches wait in held: sent at once they
+	// could reach the terminal before the subscription does, and their echo would be
+	// missing after the snapshot.
+	holding bool
+	held    []*remoteDispatch
 }
 
 type phase int
@@ -63,26 +88,32 @@ func newProxyProps(uri string, owner *actor.PID, journal *delivery.Journal, limi
 		limit = 200_000
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &proxy{uri: uri, owner: owner, journal: journal, sb: messages.Scrollback{Limit: limit}, dataPrefix: messages.DataFramePrefix(uri),
-			subs: map[delivery.Subscriber]bool{}, keys: map[delivery.Subscriber]uint64{}, byKey: map[uint64]delivery.Subscriber{}}
+		return &proxy{uri: uri, owner: owner, gw: actor.NewPID(owner.Address, GatewayName), journal: journal, sb: messages.Scrollback{Limit: limit},
+			dataPrefix: messages.DataFramePrefix(uri), subs: map[delivery.Subscriber]bool{}, keys: map[delivery.Subscriber]uint64{}, byKey: map[uint64]delivery.Subscriber{}}
 	})
 }
 
 func (p *proxy) Receive(ctx actor.Context) {
 	switch m := Decode(ctx.Message()).(type) {
+	case *actor.Started:
+		p.system, p.self = ctx.ActorSystem(), ctx.Self()
+		p.inbox, _ = p.system.ProcessRegistry.Add(proxyInbox{p}, p.self.Id+"/in")
+		p.outlet, _ = p.system.ProcessRegistry.Add(proxyOutlet{p}, p.self.Id+"/out")
+	case *actor.Stopped, *actor.Restarting:
+		p.system.ProcessRegistry.Remove(p.inbox)
+		p.system.ProcessRegistry.Remove(p.outlet)
+	case *channel.Dispatch:
+		// Sent through the root and the node actor (before a subscribe named the outlet).
+		p.dispatch(m)
+	case *subscribed, *frame, *rejected:
+		p.fromOwner(m)
 	case *channel.Subscribe:
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		p.subscribe(ctx, m)
-	case *subscribed:
-		if m.Gen == p.gen && p.phase == subscribing {
-			p.subscribed(ctx, m)
-		}
-	case *frame:
-		if m.Gen == p.gen && p.phase == live {
-			p.frame(m.Frame)
-		}
-	case *rejected:
-		p.rejected(m)
 	case *channel.Unsubscribe:
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		delete(p.subs, m.Sub)
 		for i, w := range p.waiting {
 			if w.sub == m.Sub {
@@ -90,52 +121,134 @@ func (p *proxy) Receive(ctx actor.Context) {
 				break
 			}
 		}
+		p.dmu.Lock()
 		if k, ok := p.keys[m.Sub]; ok {
 			delete(p.keys, m.Sub)
 			delete(p.byKey, k)
 		}
+		p.dmu.Unlock()
 		if p.phase == live && len(p.subs) == 0 {
-			p.release(ctx)
+			p.release()
 		}
-	case *channel.Dispatch:
-		k, ok := p.keys[m.Sub]
-		if !ok {
-			p.nextKey++
-			k = p.nextKey
-			p.keys[m.Sub], p.byKey[k] = k, m.Sub
-		}
-		ctx.Send(p.owner, &remoteDispatch{URI: p.uri, Action: m.Raw, Origin: m.Origin, By: m.By, Proxy: ctx.Self(), Key: k,
-			Who: carryFor(m.Principal, auth.ActionGrant(m.Action.Type))})
 	case *nodeLost:
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		p.nodeLost(ctx)
 	case *actor.Stopping:
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		if p.phase != idle {
-			ctx.Send(p.owner, &remoteUnsubscribe{URI: p.uri, Proxy: ctx.Self(), Gen: p.gen})
+			p.system.Root.Send(p.owner, &remoteUnsubscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen})
 		}
+	}
+}
+
+// fromOwner is what the owner sends the inbox.
+func (p *proxy) fromOwner(msg any) {
+	switch m := msg.(type) {
+	case *subscribed:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if m.Gen == p.gen && p.phase == subscribing {
+			p.subscribed(m)
+		}
+	case *frame:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if m.Gen == p.gen && p.phase == live {
+			p.frame(m.Frame)
+		}
+	case *rejected:
+		p.rejected(m)
+	}
+}
+
+// proxyInbox is the proxy's process for what its owner sends it.
+type proxyInbox struct{ p *proxy }
+
+func (i proxyInbox) SendUserMessage(_ *actor.PID, msg any) {
+	_, msg, _ = actor.UnwrapEnvelope(msg)
+	i.p.fromOwner(Decode(msg))
+}
+func (proxyInbox) SendSystemMessage(*actor.PID, any) {}
+func (proxyInbox) Stop(*actor.PID)                   {}
+
+// proxyOutlet is the proxy's process for its subscribers' dispatches: it sends them
+// on to the owner's gateway on the sender's goroutine. Anything else goes to the
+// actor.
+type proxyOutlet struct{ p *proxy }
+
+func (o proxyOutlet) SendUserMessage(_ *actor.PID, msg any) {
+	if d, ok := msg.(*channel.Dispatch); ok {
+		o.p.dispatch(d)
+		return
+	}
+	o.p.system.Root.Send(o.p.self, msg)
+}
+func (proxyOutlet) SendSystemMessage(*actor.PID, any) {}
+func (proxyOutlet) Stop(*actor.PID)                   {}
+
+// dispatch sends a subscriber's dispatch to the owner's gateway, or holds it while a
+// subscription is being made.
+func (p *proxy) dispatch(m *channel.Dispatch) {
+	p.dmu.Lock()
+	defer p.dmu.Unlock()
+	k, ok := p.keys[m.Sub]
+	if !ok {
+		p.nextKey++
+		k = p.nextKey
+		p.keys[m.Sub], p.byKey[k] = k, m.Sub
+	}
+	rd := &remoteDispatch{URI: p.uri, Action: m.Raw, Origin: m.Origin, By: m.By, Proxy: p.inbox, Key: k,
+		Who: carryFor(m.Principal, auth.ActionGrant(m.Action.Type))}
+	if p.holding {
+		p.held = append(p.held, rd)
+		return
+	}
+	p.system.Root.Send(p.gw, rd)
+}
+
+// hold starts or ends holding dispatches; ending it sends what was held, unless the
+// terminal is gone (drop).
+func (p *proxy) hold(on, drop bool) {
+	p.dmu.Lock()
+	defer p.dmu.Unlock()
+	p.holding = on
+	if on {
+		return
+	}
+	held := p.held
+	p.held = nil
+	if drop {
+		return
+	}
+	for _, rd := range held {
+		p.system.Root.Send(p.gw, rd)
 	}
 }
 
 func (p *proxy) subscribe(ctx actor.Context, m *channel.Subscribe) {
 	if p.phase == live {
 		p.subs[m.Sub] = true
-		ctx.Respond(p.snapshot(ctx))
+		ctx.Respond(p.snapshot())
 		return
 	}
 	p.waiting = append(p.waiting, waiter{sub: m.Sub, sender: ctx.Sender()})
 	if p.phase == idle {
 		p.gen++
 		p.phase = subscribing
-		ctx.Send(p.owner, &remoteSubscribe{URI: p.uri, Proxy: ctx.Self(), Gen: p.gen})
+		p.hold(true, false)
+		p.system.Root.Send(p.owner, &remoteSubscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen})
 	}
 }
 
-func (p *proxy) snapshot(ctx actor.Context) *channel.SubscribeResult {
+func (p *proxy) snapshot() *channel.SubscribeResult {
 	p.fold()
 	p.sb.Settle(&p.state)
-	return &channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: p.uri, State: p.state.Clone(), FromSeq: p.journal.Current()}, Terminal: ctx.Self()}
+	return &channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: p.uri, State: p.state.Clone(), FromSeq: p.journal.Current()}, Terminal: p.outlet}
 }
 
-func (p *proxy) subscribed(ctx actor.Context, m *subscribed) {
+func (p *proxy) subscribed(m *subscribed) {
 	waiting := p.waiting
 	p.waiting = nil
 	var state messages.TerminalState
@@ -148,24 +261,28 @@ func (p *proxy) subscribed(ctx actor.Context, m *subscribed) {
 	if err != nil {
 		p.phase = idle
 		for _, w := range waiting {
-			ctx.Send(w.sender, &channel.SubscribeResult{Err: err})
+			p.system.Root.Send(w.sender, &channel.SubscribeResult{Err: err})
 		}
+		p.hold(false, false)
 		return
 	}
 	p.state, p.phase = state, live
 	p.sb = messages.Scrollback{Limit: p.sb.Limit}
 	for _, w := range waiting {
 		p.subs[w.sub] = true
-		ctx.Send(w.sender, p.snapshot(ctx))
+		p.system.Root.Send(w.sender, p.snapshot())
 	}
+	// The owner's gateway knew the terminal before it answered: what was held goes
+	// to it directly, after the subscription.
+	p.hold(false, false)
 	if len(p.subs) == 0 {
-		p.release(ctx)
+		p.release()
 	}
 }
 
 // release ends the subscription on the owner once nobody here reads the terminal.
-func (p *proxy) release(ctx actor.Context) {
-	ctx.Send(p.owner, &remoteUnsubscribe{URI: p.uri, Proxy: ctx.Self(), Gen: p.gen})
+func (p *proxy) release() {
+	p.system.Root.Send(p.owner, &remoteUnsubscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen})
 	p.phase = idle
 	p.state, p.unfolded = messages.TerminalState{}, nil
 }
@@ -238,6 +355,8 @@ func (p *proxy) fold() {
 }
 
 func (p *proxy) rejected(m *rejected) {
+	p.dmu.Lock()
+	defer p.dmu.Unlock()
 	sub := p.byKey[m.Key]
 	if sub == nil {
 		return
@@ -252,6 +371,7 @@ func (p *proxy) rejected(m *rejected) {
 // nodeLost ends the terminal for its subscribers here: terminal/exited with no code
 // and _meta.reason "node lost" (issue 17), then the proxy stops.
 func (p *proxy) nodeLost(ctx actor.Context) {
+	p.hold(false, true)
 	for _, w := range p.waiting {
 		ctx.Send(w.sender, &channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s: its node was lost", p.uri)})
 	}

@@ -234,15 +234,14 @@ func (m *remoteSubscribe) Serialize() (remote.RootSerialized, error) { return pa
 func (m *remoteUnsubscribe) Serialize() (remote.RootSerialized, error) {
 	return pack(kindUnsubscribe, m)
 }
-func (m *subscribed) Serialize() (remote.RootSerialized, error)     { return pack(kindSubscribed, m) }
-func (m *rejected) Serialize() (remote.RootSerialized, error)       { return pack(kindRejected, m) }
-func (m *remoteDispatch) Serialize() (remote.RootSerialized, error) { return pack(kindDispatch, m) }
-func (m *remoteCreate) Serialize() (remote.RootSerialized, error)   { return pack(kindCreate, m) }
-func (m *createResult) Serialize() (remote.RootSerialized, error)   { return pack(kindCreateResult, m) }
-func (m *remoteDispose) Serialize() (remote.RootSerialized, error)  { return pack(kindDispose, m) }
-func (m *disposeResult) Serialize() (remote.RootSerialized, error)  { return pack(kindDisposeResult, m) }
-func (m *ping) Serialize() (remote.RootSerialized, error)           { return pack(kindPing, m) }
-func (m *pong) Serialize() (remote.RootSerialized, error)           { return pack(kindPong, m) }
+func (m *subscribed) Serialize() (remote.RootSerialized, error)    { return pack(kindSubscribed, m) }
+func (m *rejected) Serialize() (remote.RootSerialized, error)      { return pack(kindRejected, m) }
+func (m *remoteCreate) Serialize() (remote.RootSerialized, error)  { return pack(kindCreate, m) }
+func (m *createResult) Serialize() (remote.RootSerialized, error)  { return pack(kindCreateResult, m) }
+func (m *remoteDispose) Serialize() (remote.RootSerialized, error) { return pack(kindDispose, m) }
+func (m *disposeResult) Serialize() (remote.RootSerialized, error) { return pack(kindDisposeResult, m) }
+func (m *ping) Serialize() (remote.RootSerialized, error)          { return pack(kindPing, m) }
+func (m *pong) Serialize() (remote.RootSerialized, error)          { return pack(kindPong, m) }
 
 // Serialize writes a frame without JSON: it is the hot path, every chunk of output.
 func (m *frame) Serialize() (remote.RootSerialized, error) {
@@ -251,6 +250,100 @@ func (m *frame) Serialize() (remote.RootSerialized, error) {
 	binary.BigEndian.PutUint64(b[1:9], m.Gen)
 	copy(b[9:], m.Frame)
 	return packed{wrapperspb.Bytes(b)}, nil
+}
+
+// Serialize writes a dispatch without JSON, as a frame is: every keystroke to a
+// terminal on another node is one. The fields in order, strings and the grants
+// length-prefixed (uvarint), the action's bytes last as they are.
+func (m *remoteDispatch) Serialize() (remote.RootSerialized, error) {
+	n := 1 + 2*binary.MaxVarintLen64 + len(m.URI) + len(m.Origin.ClientID) + len(m.By) + len(m.Who.User) + len(m.Who.Role) + len(m.Action) + 64
+	var proxyAddr, proxyID string
+	if m.Proxy != nil {
+		proxyAddr, proxyID = m.Proxy.Address, m.Proxy.Id
+	}
+	n += len(proxyAddr) + len(proxyID)
+	for _, g := range m.Who.Grants {
+		n += len(g) + binary.MaxVarintLen64
+	}
+	b := make([]byte, 0, n)
+	b = append(b, kindDispatch)
+	b = binary.AppendUvarint(b, m.Key)
+	b = binary.AppendVarint(b, m.Origin.ClientSeq)
+	for _, s := range []string{m.URI, m.Origin.ClientID, m.By, proxyAddr, proxyID, m.Who.User, m.Who.Role} {
+		b = appendString(b, s)
+	}
+	b = binary.AppendUvarint(b, uint64(len(m.Who.Grants)))
+	for _, g := range m.Who.Grants {
+		b = appendString(b, g)
+	}
+	b = append(b, m.Action...)
+	return packed{wrapperspb.Bytes(b)}, nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// reader reads what Serialize wrote; the first failure sticks.
+type reader struct {
+	b   []byte
+	err bool
+}
+
+func (r *reader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err, r.b = true, nil
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err, r.b = true, nil
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) string() string {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.err, r.b = true, nil
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+func decodeDispatch(b []byte) (*remoteDispatch, error) {
+	r := &reader{b: b}
+	m := &remoteDispatch{Key: r.uvarint()}
+	m.Origin.ClientSeq = r.varint()
+	m.URI, m.Origin.ClientID, m.By = r.string(), r.string(), r.string()
+	addr, id := r.string(), r.string()
+	m.Who.User, m.Who.Role = r.string(), r.string()
+	grants := r.uvarint()
+	if grants > uint64(len(r.b)) {
+		r.err = true
+	}
+	for i := uint64(0); i < grants && !r.err; i++ {
+		m.Who.Grants = append(m.Who.Grants, r.string())
+	}
+	if r.err {
+		return nil, errors.New("cluster: a dispatch from another node could not be read")
+	}
+	if id != "" {
+		m.Proxy = actor.NewPID(addr, id)
+	}
+	m.Action = json.RawMessage(r.b)
+	return m, nil
 }
 
 // Decode is msg as it was sent: a node message that came from another node arrives
@@ -280,6 +373,8 @@ func decode(b []byte) (any, error) {
 			return nil, errShort
 		}
 		return &frame{Gen: binary.BigEndian.Uint64(b[1:9]), Frame: b[9:]}, nil
+	case kindDispatch:
+		return decodeDispatch(b[1:])
 	case kindHello:
 		v = &hello{}
 	case kindRows:
@@ -294,8 +389,6 @@ func decode(b []byte) (any, error) {
 		v = &subscribed{}
 	case kindRejected:
 		v = &rejected{}
-	case kindDispatch:
-		v = &remoteDispatch{}
 	case kindCreate:
 		v = &remoteCreate{}
 	case kindCreateResult:

@@ -70,6 +70,15 @@ func TestNodeMessagesRoundTrip(t *testing.T) {
 	if _, ok := Decode(&wrapperspb.BytesValue{Value: []byte{99}}).(error); !ok {
 		t.Fatal("an unknown kind decoded")
 	}
+	// A dispatch is binary: cut short anywhere before its action, it is an error, not
+	// a dispatch with fields missing.
+	out, _ := msgs[9].Serialize()
+	whole := out.(packed).Value
+	for n := 1; n < len(whole)-len(`{"type":"terminal/input","data":"ls\r"}`); n++ {
+		if _, ok := Decode(&wrapperspb.BytesValue{Value: whole[:n]}).(error); !ok {
+			t.Fatalf("a dispatch cut to %d of %d bytes decoded", n, len(whole))
+		}
+	}
 }
 
 func jsonOf(t *testing.T, v any) string {

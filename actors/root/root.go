@@ -190,7 +190,7 @@ type rootActor struct {
 	// terminals among them, each row encoded (see cluster.go).
 	remote     map[string][]messages.TerminalInfo
 	remoteURIs map[string]json.RawMessage // each encoded (rootlist.go)
-	sentLocal  []messages.TerminalInfo
+	sentLocal  []json.RawMessage
 	// remoteChats are the chats other nodes hold, by node; sentChats this node's, as
 	// last told to the node actor.
 	remoteChats map[string][]string
@@ -707,12 +707,19 @@ func (h *rootActor) reject(m *channel.Dispatch, reason string) {
 
 func (h *rootActor) publishTerminals(ctx actor.Context) {
 	list := make([]messages.TerminalInfo, 0, len(h.order))
+	var encoded []json.RawMessage
+	if h.clustered() {
+		encoded = make([]json.RawMessage, 0, len(h.order))
+	}
 	for _, uri := range h.order {
 		if e := h.entries[uri]; e != nil && e.listed {
 			list = append(list, e.info)
+			if encoded != nil {
+				encoded = append(encoded, e.encoded)
+			}
 		}
 	}
-	list = h.clusterList(ctx, list)
+	list = h.clusterList(ctx, list, encoded)
 	h.checkDrained(ctx)
 	a := &messages.Action{Type: messages.RootTerminalsChanged, Terminals: &list}
 	messages.ReduceRoot(&h.root, a)

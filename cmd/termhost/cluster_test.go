@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -38,35 +39,86 @@ type clusterNode struct {
 	t                    *testing.T
 	name, nodeAddr, ws   string
 	state, stderr, token string
+	cluster              string
 	args                 []string
 	cmd                  *exec.Cmd
 	done                 chan error
 }
 
-// freePort is a port nobody listens on now: the node's address must be named up
-// front, since it is how other nodes name the node.
+// freePort is a loopback port for a node, a node's seeds endpoint or etcd, whose
+// number must be named before the process that binds it starts (it is how the
+// others reach it). A port the kernel picked for a listener on port 0 and let go is
+// not safe: until the process binds it, the kernel may hand it to anybody else's
+// listener on port 0 or outgoing connection, and a test running beside this one may
+// pick it too; then a node talks to somebody else's process. So the port is taken
+// below the kernel's ephemeral range, which the kernel never hands out unasked, and
+// held for the test's life by a lock file every test binary of this repository
+// respects (a flock: the kernel lets it go with the process, however it ends).
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	low, high := portPool()
+	dir := filepath.Join(os.TempDir(), "termhost-test-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	start := low + mrand.IntN(high-low)
+	for i := range high - low {
+		port := low + (start-low+i)%(high-low)
+		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			f.Close()
+			continue
+		}
+		// Nobody of ours holds it; is anybody else listening there?
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			f.Close()
+			continue
+		}
+		ln.Close()
+		t.Cleanup(func() { f.Close() })
+		return port
+	}
+	t.Fatalf("no free port in %d-%d", low, high)
+	return 0
+}
+
+// portPool is where freePort takes ports from: the 10,000 ports below the kernel's
+// ephemeral range (net.ipv4.ip_local_port_range; 32768-60999 by default).
+func portPool() (low, high int) {
+	high = 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 11024 {
+				high = v
+			}
+		}
+	}
+	return high - 10000, high
 }
 
 // newClusterNode names a node; start runs it.
 func newClusterNode(t *testing.T, bin, name string, extra ...string) *clusterNode {
-	n := &clusterNode{t: t, name: name, nodeAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), state: t.TempDir()}
+	n := &clusterNode{t: t, name: name, nodeAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), state: t.TempDir(), cluster: clusterName(t)}
 	n.stderr = filepath.Join(t.TempDir(), "stderr")
 	n.args = append([]string{bin, "serve", "--listen", "127.0.0.1:0", "--state-dir", n.state, "--pty", "always",
-		"--cluster", "t17", "--node-name", name, "--node-addr", n.nodeAddr}, extra...)
+		"--log-level", "debug", "--cluster", n.cluster, "--node-name", name, "--node-addr", n.nodeAddr}, extra...)
 	return n
+}
+
+// clusterName is a test's own cluster: its nodes share no name, and no secret (see
+// start), with the nodes of a test running beside it, in this test binary or another.
+func clusterName(t *testing.T) string {
+	return fmt.Sprintf("t17-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), os.Getpid())
 }
 
 func (n *clusterNode) logs() string { b, _ := os.ReadFile(n.stderr); return string(b) }
 
-// start runs the node with secret and waits for its contract line.
+// start runs the node with secret, made the test's own by its cluster's name, and
+// waits for its contract line.
 func (n *clusterNode) start(secret string) {
 	t := n.t
 	t.Helper()
@@ -76,6 +128,9 @@ func (n *clusterNode) start(secret string) {
 	}
 	defer f.Close()
 	cmd := exec.Command(n.args[0], n.args[1:]...)
+	if n.cluster != "" {
+		secret += " " + n.cluster
+	}
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "TERMHOST_CLUSTER_SECRET="+secret)
 	cmd.Stderr = f
 	stdout, err := cmd.StdoutPipe()
@@ -401,15 +456,13 @@ func startEtcd(t *testing.T) string {
 }
 
 func TestClusterWithEtcd(t *testing.T) {
-	// Not parallel: a cluster test's nodes run with nothing else of this package
-	// beside them. Run beside each other, a node that joined sometimes never heard
-	// from the others nor they from it (cause not found; see actors/cluster's greet).
+	t.Parallel()
 	endpoint := startEtcd(t)
 	runCluster(t, func(int) []string { return []string{"--etcd", endpoint} })
 }
 
 func TestClusterWithSeeds(t *testing.T) {
-	// Not parallel, as TestClusterWithEtcd.
+	t.Parallel()
 	runCluster(t, seedsFlags(t, 5))
 }
 
@@ -483,6 +536,9 @@ func runCluster(t *testing.T, provider func(slot int) []string) {
 	_ = stA
 	sA.untilPrompt(ctx) // typing before the prompt could be lost
 	sB.untilPrompt(ctx)
+	// From here on both see the same actions. Before, each saw the prompt either in
+	// its snapshot or as output after it, depending on when it subscribed.
+	sA.envs, sB.envs = nil, nil
 
 	_ = ta.Dispatch(ctx, x, 1, map[string]any{"type": "terminal/input", "data": "echo x-$((6*7))\r"})
 	sA.untilOutput(ctx, "x-42")
@@ -529,15 +585,17 @@ func runCluster(t *testing.T, provider func(slot int) []string) {
 		}
 		last = e.ServerSeq
 	}
-	// A late subscriber elsewhere gets the state as it is now from a snapshot.
+	// A late subscriber elsewhere gets the state as it is now from a snapshot: what was
+	// printed before the clear is gone (the shell may have printed since: a prompt
+	// redrawn after the resize can come after the clear).
 	tc := c.dial(ctx, "tc")
 	stC, _, _ := subscribeStream(t, ctx, tc, x)
-	if stC.Title != "renamed" || stC.Cols == nil || *stC.Cols != 100 || stC.Claim.ClientID != "tb" || len(stC.Content) != 0 {
+	if stC.Title != "renamed" || stC.Cols == nil || *stC.Cols != 100 || stC.Claim.ClientID != "tb" || strings.Contains(stC.Text(), "x-42") {
 		t.Fatalf("a late snapshot on node c: %+v", stC)
 	}
 	ta3 := a.dial(ctx, "ta3")
 	stA3, _, _ := subscribeStream(t, ctx, ta3, x)
-	if stA3.Title != "renamed" || stA3.Claim.ClientID != "tb" || len(stA3.Content) != 0 {
+	if stA3.Title != "renamed" || stA3.Claim.ClientID != "tb" || strings.Contains(stA3.Text(), "x-42") {
 		t.Fatalf("a third snapshot on node a: %+v", stA3)
 	}
 
@@ -751,7 +809,7 @@ func runBang(t *testing.T, ctx context.Context, c *client.Conn, sessionURI, text
 // TestClusterMutualTLS: nodes given certificates speak mutual TLS to one another; a
 // node with the secret but no certificate is never heard from.
 func TestClusterMutualTLS(t *testing.T) {
-	// Not parallel, as TestClusterWithEtcd.
+	t.Parallel()
 	bin := buildBinary(t)
 	files := writeClusterCerts(t, t.TempDir())
 	ports := []int{freePort(t), freePort(t), freePort(t)}

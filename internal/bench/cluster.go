@@ -31,8 +31,8 @@ const clusterNodeCount = 3
 const clusterRounds = 3
 
 func clusterSummary(s Sizes) string {
-	return fmt.Sprintf("%d nodes in this process (seeds provider, loopback): a %s flood and %d keystrokes through a terminal on another node against one on the client's own node, %d rounds each; then %d terminals opened across the nodes and the time until every node lists them all",
-		clusterNodeCount, mb(clusterFloodBytes(s)), s.EchoKeys, clusterRounds, s.ClusterTerminals)
+	return fmt.Sprintf("%d nodes in this process (seeds provider, loopback): a %s flood through a terminal on another node against one on the client's own node, %d rounds each, and %d keystrokes each way with as many node-to-node pings, in alternating rounds; then %d terminals opened across the nodes and the time until every node lists them all",
+		clusterNodeCount, mb(clusterFloodBytes(s)), clusterRounds, s.EchoKeys, s.ClusterTerminals)
 }
 
 // clusterFloodBytes is each flood's N: a fifth of the throughput scenario's, as six
@@ -53,31 +53,39 @@ func (c *clusterNodes) close() {
 	}
 }
 
-func freeLoopbackPort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// freeLoopbackPorts are n different loopback ports nobody listens on now: all n are
+// held while they are picked, so the kernel cannot hand out one of them twice (a
+// node's port and another's seeds port the same: the node could not start). Another
+// process may still take one before the node binds it; the node then fails to start
+// with the port named, rather than run unreachable.
+func freeLoopbackPorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
 }
 
 // startClusterNodes starts the nodes and waits until every one knows every other.
 func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
 	c := &clusterNodes{}
-	seedPorts := make([]int, clusterNodeCount)
+	ports, err := freeLoopbackPorts(2 * clusterNodeCount)
+	if err != nil {
+		return nil, err
+	}
+	seedPorts, nodePorts := ports[:clusterNodeCount], ports[clusterNodeCount:]
 	var seeds []string
-	for i := range seedPorts {
-		p, err := freeLoopbackPort()
-		if err != nil {
-			return nil, err
-		}
-		seedPorts[i] = p
+	for _, p := range seedPorts {
 		seeds = append(seeds, fmt.Sprintf("127.0.0.1:%d", p))
 	}
 	for i := range clusterNodeCount {
 		name := fmt.Sprintf("n%d", i)
-		if err := c.start(e, name, seeds, seedPorts[i]); err != nil {
+		if err := c.start(e, name, seeds, seedPorts[i], nodePorts[i]); err != nil {
 			c.close()
 			return nil, err
 		}
@@ -114,7 +122,7 @@ func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
 	return c, nil
 }
 
-func (c *clusterNodes) start(e *env, name string, seeds []string, seedPort int) error {
+func (c *clusterNodes) start(e *env, name string, seeds []string, seedPort, port int) error {
 	dir, err := os.MkdirTemp("", "termhost-bench-cluster-")
 	if err != nil {
 		return err
@@ -128,10 +136,6 @@ func (c *clusterNodes) start(e *env, name string, seeds []string, seedPort int) 
 		return err
 	}
 	tok, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	port, err := freeLoopbackPort()
 	if err != nil {
 		return err
 	}
@@ -217,22 +221,9 @@ func runCluster(ctx context.Context, e *env, r *Result) error {
 	f.target("≥ 0.80 × same node", f.Ratio != nil && *f.Ratio >= 0.8)
 	r.note("throughput rounds, B/s: same node %s; other node %s", rates(same), rates(cross))
 
-	sameTimes, err := c.echo(ctx, e, owner, owner)
+	sameTimes, crossTimes, pings, err := c.echo(ctx, e, entry, owner)
 	if err != nil {
 		return err
-	}
-	crossTimes, err := c.echo(ctx, e, entry, owner)
-	if err != nil {
-		return err
-	}
-	pings := make([]time.Duration, 0, e.sizes.EchoKeys)
-	peer := c.servers[owner].Member().Addr()
-	for range e.sizes.EchoKeys {
-		d, err := c.servers[entry].Member().Ping(peer, e.cfg.WaitTimeout)
-		if err != nil {
-			return fmt.Errorf("node to node ping: %w", err)
-		}
-		pings = append(pings, d)
 	}
 	sm, cm, pm := percentile(sameTimes, 0.5), percentile(crossTimes, 0.5), percentile(pings, 0.5)
 	ef := r.add(Figure{Name: "keystroke echo, terminal on another node, median", Value: cm.Seconds(), Unit: UnitSeconds}).withRaw(sm.Seconds())
@@ -292,53 +283,118 @@ func (c *clusterNodes) flood(ctx context.Context, e *env, from, on, round int, n
 }
 
 // echo times keystrokes from a client of node from through cat on node on.
-func (c *clusterNodes) echo(ctx context.Context, e *env, from, on int) ([]time.Duration, error) {
-	wctx, cancel := e.waitCtx(ctx)
-	defer cancel()
-	k, err := dialCtl(wctx, c.targets[from], fmt.Sprintf("bench-cluster-echo-%d-%s", from, e.run))
+// echoer is a client typing into a cat on a node, one keystroke at a time.
+type echoer struct {
+	k     *ctl
+	w     *watch
+	uri   string
+	typed int
+	close func()
+}
+
+// echoer opens a cat on node on for a client of node from, and waits for it.
+func (c *clusterNodes) echoer(ctx context.Context, e *env, from, on int) (*echoer, error) {
+	k, err := dialCtl(ctx, c.targets[from], fmt.Sprintf("bench-cluster-echo-%d-%s", from, e.run))
 	if err != nil {
 		return nil, err
 	}
-	defer k.Close()
 	uri := e.uri(fmt.Sprintf("cluster-echo-%d", from), on)
 	w := k.watch(uri)
-	if err := k.createOn(wctx, uri, e.echoCommand(), c.names[on]); err != nil {
+	if err := k.createOn(ctx, uri, e.echoCommand(), c.names[on]); err != nil {
+		k.Close()
 		return nil, err
 	}
-	defer func() { _ = k.dispose(wctx, uri) }()
-	st, err := k.subscribe(wctx, uri)
+	closeIt := func() {
+		dctx, cancel := e.waitCtx(context.Background())
+		defer cancel()
+		_ = k.dispose(dctx, uri)
+		k.Close()
+	}
+	st, err := k.subscribe(ctx, uri)
 	if err != nil {
+		closeIt()
 		return nil, err
 	}
 	seen := st.Text()
 	for !strings.Contains(seen, "ready") {
-		env, err := nextEnvelope(wctx, k, w)
+		env, err := nextEnvelope(ctx, k, w)
 		if err != nil {
+			closeIt()
 			return nil, fmt.Errorf("waiting for cat: %w", err)
 		}
 		seen += envelopeData(env)
 	}
-	times := make([]time.Duration, 0, e.sizes.EchoKeys)
-	for i := range e.sizes.EchoKeys + echoWarmup {
-		key := string(keyFor(i))
+	return &echoer{k: k, w: w, uri: uri, close: closeIt}, nil
+}
+
+// keys types n keystrokes and times each one's echo; the first echoWarmup it ever
+// types are not timed.
+func (x *echoer) keys(ctx context.Context, n int) ([]time.Duration, error) {
+	times := make([]time.Duration, 0, n)
+	for len(times) < n {
+		key := string(keyFor(x.typed))
 		start := time.Now()
-		if err := k.input(wctx, uri, key); err != nil {
+		if err := x.k.input(ctx, x.uri, key); err != nil {
 			return nil, err
 		}
 		for {
-			env, err := nextEnvelope(wctx, k, w)
+			env, err := nextEnvelope(ctx, x.k, x.w)
 			if err != nil {
-				return nil, fmt.Errorf("keystroke %d: %w", i, err)
+				return nil, fmt.Errorf("keystroke %d: %w", x.typed, err)
 			}
 			if strings.Contains(envelopeData(env), key) {
 				break
 			}
 		}
-		if i >= echoWarmup {
+		if x.typed >= echoWarmup {
 			times = append(times, time.Since(start))
 		}
+		x.typed++
 	}
 	return times, nil
+}
+
+// echoRounds is how many rounds the keystrokes are typed in: each round types a share
+// on the same node, then on the other, then times as many pings, so that a machine
+// whose load drifts during the run weighs on all three alike.
+const echoRounds = 5
+
+// echo times keystrokes to a terminal on owner from a client of owner (same) and of
+// entry (cross), and node-to-node pings from entry to owner, in rounds.
+func (c *clusterNodes) echo(ctx context.Context, e *env, entry, owner int) (same, cross, pings []time.Duration, err error) {
+	wctx, cancel := e.waitCtx(ctx)
+	defer cancel()
+	sx, err := c.echoer(wctx, e, owner, owner)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer sx.close()
+	cx, err := c.echoer(wctx, e, entry, owner)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer cx.close()
+	peer := c.servers[owner].Member().Addr()
+	per := max(e.sizes.EchoKeys/echoRounds, 1)
+	for range echoRounds {
+		s, err := sx.keys(wctx, per)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		x, err := cx.keys(wctx, per)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		same, cross = append(same, s...), append(cross, x...)
+		for range per {
+			d, err := c.servers[entry].Member().Ping(peer, e.cfg.WaitTimeout)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("node to node ping: %w", err)
+			}
+			pings = append(pings, d)
+		}
+	}
+	return same, cross, pings, nil
 }
 
 // converge opens the terminals through every node at once, none naming a node, and
