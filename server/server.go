@@ -581,8 +581,9 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	// revoked token or a changed role counts from the next request or dispatch.
 	var refresh func() auth.Principal
 	if ok {
+		follow := s.cfg.Auth.Follow(token)
 		refresh = func() auth.Principal {
-			now, _ := s.cfg.Auth.Authenticate(token)
+			now, _ := follow()
 			return now
 		}
 	}
