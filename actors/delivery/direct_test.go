@@ -175,3 +175,22 @@ func TestOutboxDirectAndWriterKeepOrder(t *testing.T) {
 		}
 	}
 }
+
+// A subscribe's answer and the output held behind it go out with the answer first,
+// written at Release while the writer is idle.
+func TestOutboxReleaseWritesTheAnswerThenTheHeldOutput(t *testing.T) {
+	const ch = "ahp-terminal:/t"
+	s := newSocket()
+	o := NewOutbox(OutboxLimits{Bytes: 1 << 20}, nil)
+	o.SetDirect(s)
+	o.Hold(ch)
+	o.Deliver(ch, dataFrame(ch, "prompt$ ", 1))
+	if got := s.frames(); len(got) != 0 {
+		t.Fatalf("held output written before the answer: %q", got)
+	}
+	o.Release([]byte(`{"answer":1}`), ch)
+	got := s.frames()
+	if len(got) != 2 || got[0] != `{"answer":1}` || !strings.Contains(got[1], `"data":"prompt$ "`) {
+		t.Fatalf("on the socket after Release: %q", got)
+	}
+}

@@ -342,8 +342,22 @@ func (o *Outbox) Release(answer []byte, channels ...string) {
 		}
 		delete(o.held, ch)
 	}
+	// A subscribe's answer and the output held behind it (a terminal just opened)
+	// are written here too while the writer is idle.
+	var direct [][]byte
+	if o.mayWriteDirectLocked() {
+		direct = o.takeLocked()
+		o.busy = true
+	}
+	busy := o.busy
 	o.mu.Unlock()
-	o.signal()
+	if direct != nil {
+		o.writeDirect(direct)
+		return
+	}
+	if !busy {
+		o.signal()
+	}
 }
 
 func (o *Outbox) signal() {
