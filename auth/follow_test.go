@@ -65,3 +65,32 @@ func TestFollowSeesEveryChange(t *testing.T) {
 		t.Fatal("the empty token signs in")
 	}
 }
+
+// A users file written in place is empty for a moment: read then, it keeps the
+// users it had (it would otherwise sign every connection out), and says why.
+func TestEmptiedFileKeepsTheUsers(t *testing.T) {
+	s, dir := openStore(t)
+	alice := mustAdd(t, s, "alice", RoleMember)
+	good, err := os.ReadFile(filepath.Join(dir, "users.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeUsers(t, dir, "")
+	if p, ok := s.Authenticate(alice); !ok || p.User != "alice" {
+		t.Fatalf("alice after the file was emptied: %+v, %v", p, ok)
+	}
+	if err := s.ReloadError(); err == nil {
+		t.Error("no ReloadError for an emptied file")
+	}
+	writeUsers(t, dir, string(good))
+	mustAuth(t, s, alice)
+	if err := s.ReloadError(); err != nil {
+		t.Errorf("ReloadError after the file was written: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "users.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Authenticate(alice); ok {
+		t.Error("alice signs in after users.json was removed")
+	}
+}

@@ -370,6 +370,13 @@ func (s *Store) loadLocked(force bool) error {
 		return s.reloadErr
 	}
 	st, err := parse(b)
+	if err == nil && len(bytes.TrimSpace(b)) == 0 && len(s.st.file.Users) > 0 {
+		// Written in place (os.WriteFile, most editors), the file is empty between
+		// its truncation and its new contents: read then, it would sign everyone
+		// out and close every connection. An empty file therefore only means no
+		// users when there were none; deleting the file removes everyone.
+		err = errors.New("it is empty (still being written?); delete it to remove every user")
+	}
 	s.stamp = cur
 	if err != nil {
 		s.reloadErr = fmt.Errorf("auth: users file %s is not valid: %w", s.path, err)
