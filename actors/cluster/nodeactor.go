@@ -423,6 +423,11 @@ func (n *node) place(ctx actor.Context, m *terminal.Create) {
 			ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeInternalError, "Internal error: node %s did not answer the create in time", target.name)})
 			return
 		}
+		if r.Err == nil {
+			// Known as the target's before its rows come: the creator may subscribe
+			// as soon as it has the answer.
+			n.owner[m.URI] = target.addr
+		}
 		ctx.Respond(&terminal.CreateResult{Err: r.Err, IsPty: r.IsPty, Detection: r.Detection})
 	})
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/messages"
 )
@@ -61,8 +60,14 @@ func (h *rootActor) clustered() bool { return h.opts.Cluster != nil }
 
 // toCluster forwards the message being handled to the node actor when uri is a
 // terminal another node owns, and reports whether it did.
+//
+// In a cluster every channel not held here goes, listed or not: a terminal this
+// node has just placed on another is known to the node actor from the create's
+// answer, before that node's rows say so here, and its creator may subscribe the
+// moment it has the answer. The node actor answers for a channel nobody owns as the
+// root would.
 func (h *rootActor) toCluster(ctx actor.Context, uri string) bool {
-	if _, remote := h.remoteURIs[uri]; !remote && !h.remoteChat(uri) {
+	if !h.clustered() {
 		return false
 	}
 	ctx.Forward(h.opts.Cluster)
@@ -78,20 +83,6 @@ func (h *rootActor) placeInCluster(ctx actor.Context, m *terminal.Create) bool {
 	}
 	ctx.Forward(h.opts.Cluster)
 	return true
-}
-
-// remoteChat reports whether uri is a command terminal of a chat another node holds.
-func (h *rootActor) remoteChat(uri string) bool {
-	chat, _, ok := session.ParseCommandTerminalURI(uri)
-	if !ok || h.chats[chat] != nil {
-		return false
-	}
-	for _, chats := range h.remoteChats {
-		if slices.Contains(chats, chat) {
-			return true
-		}
-	}
-	return false
 }
 
 func (h *rootActor) remoteRows(ctx actor.Context, m *RemoteRows) {
