@@ -700,6 +700,63 @@ func (s *Store) Authenticate(token string) (Principal, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_ = s.refreshLocked() // on failure the last good state is used; see ReloadError
+	return s.lookupLocked(h)
+}
+
+// fileKey is what one stat says of the users file: which file it is, its size and
+// when it was last changed.
+type fileKey struct {
+	dev, ino, size uint64
+	mtime, ctime   syscall.Timespec
+}
+
+func statKey(path string, k *fileKey) bool {
+	var st syscall.Stat_t
+	if syscall.Stat(path, &st) != nil {
+		return false
+	}
+	*k = fileKey{dev: uint64(st.Dev), ino: st.Ino, size: uint64(st.Size), mtime: st.Mtim, ctime: st.Ctim}
+	return true
+}
+
+// Follow follows one token's sign-in, for a connection that asks on every frame it
+// reads: each call answers as Authenticate(token) would now. The token is hashed
+// once, and while the users file is the one last seen (one stat, which is the
+// per-frame cost left) and the store unchanged, the last answer is given again
+// without reading the store. A revoked token or a changed role therefore still
+// counts from the next call.
+func (s *Store) Follow(token string) func() (Principal, bool) {
+	if token == "" || len(token) > maxTokenLen {
+		return func() (Principal, bool) { return Nobody(), false }
+	}
+	h := hashToken(token)
+	// Guarded by s.mu.
+	var (
+		seen  fileKey
+		valid bool
+		gen   uint64
+		p     Principal
+		ok    bool
+	)
+	return func() (Principal, bool) {
+		var k fileKey
+		have := statKey(s.path, &k)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if have && valid && k == seen && gen == s.gen {
+			return p, ok
+		}
+		// The key was read before the file is: a change made in between is seen
+		// again by the next call.
+		_ = s.refreshLocked()
+		p, ok = s.lookupLocked(h)
+		seen, valid, gen = k, have, s.gen
+		return p, ok
+	}
+}
+
+// lookupLocked is who the token with hash h signs in as; s.mu is held.
+func (s *Store) lookupLocked(h [sha256.Size]byte) (Principal, bool) {
 	user := -1
 	for _, t := range s.st.tokens {
 		if subtle.ConstantTimeCompare(t.hash[:], h[:]) == 1 {

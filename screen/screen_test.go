@@ -419,12 +419,22 @@ func TestFloodThenCloseWhileReplyBlocked(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for range (1 << 20) / len(chunk) {
+		for range (1 << 18) / len(chunk) {
 			s.Write(chunk)
 		}
 		s.Close()
 	}()
-	waitClosed(t, done)
+	// The deadline is for a deadlock, not for speed. Every query's answer
+	// is a synchronous pipe write that waits for the drain goroutine, so the
+	// flood is one goroutine hand-off per query: with the race detector on a
+	// loaded machine, 1 MiB of queries (262,144 hand-offs, about a second on
+	// a quiet one) outlasted the 5 s deadline, which was this test's flake.
+	// 64 Ki queries still outrun a reply that takes a millisecond per call.
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the flood and Close did not finish while the reply was blocked")
+	}
 	close(release)
 	s.Close()
 }

@@ -745,3 +745,48 @@ func setRole(path, user, role string) error {
 	}
 	return os.WriteFile(path, b, 0o600)
 }
+
+// TestPageShapedKeystrokes: keystrokes sent as the web page writes them (members in
+// the protocol's order, which the host reads in one pass) reach the shell with their
+// escapes read, are echoed with the client's sequence number, and are refused by
+// name once the users file makes the sender a guest.
+func TestPageShapedKeystrokes(t *testing.T) {
+	h := startHost(t, withRightsRecheck(time.Hour))
+	cli, err := auth.Open(filepath.Dir(h.store.Path()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cli.AddToken("typist", auth.RoleMember)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := h.dialAs(t, tok, "typist-c", messages.RootURI)
+	uri := "ahp-terminal:/typist"
+	c.createTerminal(uri, nil)
+	seq := int64(1000)
+	send := func(data string) int64 {
+		t.Helper()
+		seq++
+		d, _ := json.Marshal(data)
+		frame := fmt.Sprintf(`{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":%q,"clientSeq":%d,"action":{"type":"terminal/input","data":%s}}}`, uri, seq, d)
+		if err := c.WS().Write(c.ctx(), websocket.MessageText, []byte(frame)); err != nil {
+			t.Fatal(err)
+		}
+		return seq
+	}
+	s := send("echo \"page-$((6*7))\" \u00e9\r")
+	echo := c.waitFor("the keystroke's echo", envelopeFrom(uri, "typist-c", s))
+	if echo.Envelope.RejectionReason != "" {
+		t.Fatalf("refused: %s", echo.Envelope.RejectionReason)
+	}
+	c.waitOutput(uri, "page-42 \u00e9")
+
+	if err := setRole(h.store.Path(), "typist", auth.RoleGuest); err != nil {
+		t.Fatal(err)
+	}
+	s = send("echo refused\r")
+	n := c.waitFor("the refused keystroke", envelopeFrom(uri, "typist-c", s))
+	if want := "typist may not terminal:input here"; n.Envelope.RejectionReason != want {
+		t.Errorf("keystroke after demotion: rejectionReason %q, want %q", n.Envelope.RejectionReason, want)
+	}
+}

@@ -6,7 +6,10 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The WebSocket library flushes every message to the socket as it is written: one
@@ -29,9 +32,37 @@ type corkConn struct {
 	// does not cover.
 	writeTimeout time.Duration
 
+	// raw is the socket's descriptor, for room; nil when it has none (then
+	// nothing is written directly, see room).
+	raw syscall.RawConn
+
 	mu     sync.Mutex // guards the fields below; held across the socket write, so writes keep their order
 	corked bool
 	held   []byte
+}
+
+// room reports whether n more bytes go into the socket's send buffer at once, so
+// that a producer writing them itself (delivery.Direct) never waits for the peer:
+// what the kernel has queued unsent (SIOCOUTQ), plus n and a frame header's worth,
+// is at most half the send buffer. The kernel's own accounting adds overhead per
+// packet, hence the half.
+func (c *corkConn) room(n int) bool {
+	if c.raw == nil {
+		return false
+	}
+	ok := false
+	_ = c.raw.Control(func(fd uintptr) {
+		queued, err := unix.IoctlGetInt(int(fd), unix.SIOCOUTQ)
+		if err != nil {
+			return
+		}
+		sndbuf, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF)
+		if err != nil {
+			return
+		}
+		ok = queued+n+1024 <= sndbuf/2
+	})
+	return ok
 }
 
 func (c *corkConn) Write(p []byte) (int, error) {
@@ -104,5 +135,8 @@ func (w *corkingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	w.conn = &corkConn{Conn: nc, writeTimeout: w.writeTimeout}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		w.conn.raw, _ = tc.SyscallConn()
+	}
 	return w.conn, bufio.NewReadWriter(brw.Reader, bufio.NewWriterSize(w.conn, brw.Writer.Size())), nil
 }

@@ -590,8 +590,9 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	// revoked token or a changed role counts from the next request or dispatch.
 	var refresh func() auth.Principal
 	if ok {
+		follow := s.cfg.Auth.Follow(token)
 		refresh = func() auth.Principal {
-			now, _ := s.cfg.Auth.Authenticate(token)
+			now, _ := follow()
 			return now
 		}
 	}
@@ -614,6 +615,9 @@ func (s *Server) runConnection(reqCtx context.Context, conn *websocket.Conn, cor
 	outbox := delivery.NewOutbox(limits, func(reason delivery.CloseReason) {
 		closeWith(websocket.StatusPolicyViolation, reason)
 	})
+	if cork != nil {
+		outbox.SetDirect(&directWriter{s: s, ctx: ctx, conn: conn, cork: cork})
+	}
 	inFlight := make(chan struct{}, s.cfg.MaxInFlight)
 	inFlightBytes := semaphore.NewWeighted(s.cfg.MaxInFlightBytes)
 	props := ahp.NewProps(ahp.Config{
@@ -685,7 +689,23 @@ func (s *Server) writeLoop(ctx context.Context, conn *websocket.Conn, cork *cork
 			outbox.Close()
 			return
 		}
+		outbox.Wrote()
 	}
+}
+
+// directWriter lets a connection's producers write a small batch themselves while
+// its writer is idle (delivery.Direct), with the writer's own writeBatch.
+type directWriter struct {
+	s    *Server
+	ctx  context.Context
+	conn *websocket.Conn
+	cork *corkConn
+}
+
+func (d *directWriter) Room(n int) bool { return d.cork.room(n) }
+
+func (d *directWriter) Write(frames [][]byte) error {
+	return d.s.writeBatch(d.ctx, d.conn, d.cork, frames)
 }
 
 // writeBatch writes a batch of frames, each a message. Corked, the batch is one

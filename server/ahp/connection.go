@@ -161,6 +161,15 @@ func (c *connection) fail(id json.RawMessage, e *messages.Error) {
 }
 
 func (c *connection) handle(ctx actor.Context, data []byte) {
+	if c.initialized {
+		// A keystroke in the shape clients send it is read in one pass.
+		var p dispatchParams
+		var a messages.Action
+		if decodeKeystroke(data, &p, &a) {
+			c.dispatch(ctx, &p, &a)
+			return
+		}
+	}
 	msg, perr := messages.ParseInbound(data)
 	if perr != nil {
 		var id json.RawMessage
@@ -787,42 +796,48 @@ func (c *connection) notification(ctx actor.Context, method string, raw json.Raw
 			c.cfg.Logger.Debug("dropping a malformed dispatch", "conn", c.clientID)
 			return
 		}
-		origin := messages.Origin{ClientID: c.clientID, ClientSeq: p.ClientSeq}
 		if reason != "" {
+			origin := messages.Origin{ClientID: c.clientID, ClientSeq: p.ClientSeq}
 			c.cfg.Journal.Reject(c.cfg.Outbox, p.Channel, validRaw(p.Action), origin, reason)
 			return
 		}
-		if grant := auth.ActionGrant(a.Type); grant != "" && !c.may(grant) {
-			c.cfg.Journal.Reject(c.cfg.Outbox, p.Channel, p.Action, origin, c.cfg.Principal.Refusal(grant))
-			return
-		}
-		if a.Title != nil {
-			if err := messages.CheckTitle("the title", *a.Title); err != nil {
-				c.cfg.Journal.Reject(c.cfg.Outbox, p.Channel, p.Action, origin, err.Error())
-				return
-			}
-		}
-		d := &channel.Dispatch{Channel: p.Channel, Action: &a, Raw: p.Action, Origin: origin, Sub: c.cfg.Outbox, By: c.cfg.Principal.User, Principal: c.cfg.Principal}
-		if !strings.HasPrefix(a.Type, "terminal/") {
-			ctx.Send(c.cfg.Root, d)
-			return
-		}
-		if pid := c.terminals[p.Channel]; pid != nil {
-			if _, alive := ctx.ActorSystem().ProcessRegistry.Get(pid); alive {
-				ctx.Send(pid, d)
-				return
-			}
-			// Disposed: the host says what becomes of the dispatch now.
-			delete(c.terminals, p.Channel)
-		}
-		if c.subscribing[p.Channel] > 0 {
-			c.viaHost[p.Channel] = true
-		}
-		ctx.Send(c.cfg.Root, d)
+		c.dispatch(ctx, &p, &a)
 	default:
 		// Notifications get no answer, so an unknown one is only logged.
 		c.cfg.Logger.Debug("unknown notification", "method", method)
 	}
+}
+
+// dispatch routes a decoded client action to its channel, or rejects it.
+func (c *connection) dispatch(ctx actor.Context, p *dispatchParams, a *messages.Action) {
+	origin := messages.Origin{ClientID: c.clientID, ClientSeq: p.ClientSeq}
+	if grant := auth.ActionGrant(a.Type); grant != "" && !c.may(grant) {
+		c.cfg.Journal.Reject(c.cfg.Outbox, p.Channel, p.Action, origin, c.cfg.Principal.Refusal(grant))
+		return
+	}
+	if a.Title != nil {
+		if err := messages.CheckTitle("the title", *a.Title); err != nil {
+			c.cfg.Journal.Reject(c.cfg.Outbox, p.Channel, p.Action, origin, err.Error())
+			return
+		}
+	}
+	d := &channel.Dispatch{Channel: p.Channel, Action: a, Raw: p.Action, Origin: origin, Sub: c.cfg.Outbox, By: c.cfg.Principal.User, Principal: c.cfg.Principal}
+	if !strings.HasPrefix(a.Type, "terminal/") {
+		ctx.Send(c.cfg.Root, d)
+		return
+	}
+	if pid := c.terminals[p.Channel]; pid != nil {
+		if _, alive := ctx.ActorSystem().ProcessRegistry.Get(pid); alive {
+			ctx.Send(pid, d)
+			return
+		}
+		// Disposed: the host says what becomes of the dispatch now.
+		delete(c.terminals, p.Channel)
+	}
+	if c.subscribing[p.Channel] > 0 {
+		c.viaHost[p.Channel] = true
+	}
+	ctx.Send(c.cfg.Root, d)
 }
 
 // decodeDispatch reads a dispatchAction's params into p and its action into a. It
