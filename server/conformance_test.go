@@ -144,3 +144,23 @@ func TestAnOlderClientIsSentOnlyActionsItKnows(t *testing.T) {
 		t.Fatalf("the replay lacks the wake turn: %s", truncate(string(res), 600))
 	}
 }
+
+// TestSubscribingToAMissingSessionIsSessionNotFound: the protocol names one code for a
+// session URI that does not exist (-32001 SessionNotFound), and a subscribe to one -
+// never made, or disposed since - answers it, as the other requests naming a session
+// do; a missing terminal stays -32008 NotFound.
+func TestSubscribingToAMissingSessionIsSessionNotFound(t *testing.T) {
+	h := startHost(t)
+	c := h.dial("missing")
+	_, err := c.Subscribe(c.ctx(), "ahp-session:/never-was")
+	rpcError(t, err, messages.CodeSessionNotFound)
+
+	uri := "ahp-session:/disposed"
+	c.openSession(uri, t.TempDir())
+	c.mustRequest("disposeSession", map[string]any{"channel": uri})
+	_, err = c.Subscribe(c.ctx(), uri)
+	rpcError(t, err, messages.CodeSessionNotFound)
+
+	_, err = c.Subscribe(c.ctx(), "ahp-terminal:/never-was")
+	rpcError(t, err, messages.CodeNotFound)
+}
