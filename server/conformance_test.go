@@ -19,12 +19,7 @@ func TestAnswersMatchTheSchemas(t *testing.T) {
 	v := schematest.Load(t)
 	h := startHost(t)
 	c := h.dial("answers")
-	check := func(def string, raw []byte) {
-		t.Helper()
-		if err := v.Validate(def, json.RawMessage(raw)); err != nil {
-			t.Errorf("%s does not match the schema: %v\n%s", def, err, truncate(string(raw), 600))
-		}
-	}
+	check := schemaCheck(t, v)
 	uri := "ahp-terminal:/answers"
 	c.mustRequest("createTerminal", map[string]any{"channel": uri, "claim": map[string]any{"kind": "client", "clientId": "answers"}})
 	check("SubscribeResult", c.mustRequest("subscribe", map[string]any{"channel": uri}))

@@ -19,12 +19,7 @@ func TestAnOlderClientsFramesMatchItsSchemas(t *testing.T) {
 	c := h.dialRaw(h.owner)
 	c.clientID = "old"
 	raw := c.mustRequest("initialize", map[string]any{"channel": messages.RootURI, "protocolVersions": []string{"0.8.0"}, "clientId": "old", "initialSubscriptions": []string{messages.RootURI}})
-	check := func(def string, raw []byte) {
-		t.Helper()
-		if err := v.Validate(def, json.RawMessage(raw)); err != nil {
-			t.Errorf("%s: %v\n%s", def, err, truncate(string(raw), 400))
-		}
-	}
+	check := schemaCheck(t, v)
 	check("InitializeResult", raw)
 	chat := c.openSession("ahp-session:/old", t.TempDir())
 	sraw := c.mustRequest("subscribe", map[string]any{"channel": "ahp-session:/old"})

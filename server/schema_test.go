@@ -22,12 +22,7 @@ func TestFramesMatchTheSchemas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := func(def string, raw []byte) {
-		t.Helper()
-		if err := v.Validate(def, json.RawMessage(raw)); err != nil {
-			t.Errorf("%s does not match the schema: %v\n%s", def, err, truncate(string(raw), 600))
-		}
-	}
+	check := schemaCheck(t, v)
 	check("InitializeResult", res.Raw)
 	check("RootState", res.Snapshots[0].State)
 
@@ -68,5 +63,16 @@ func TestFramesMatchTheSchemas(t *testing.T) {
 	}
 	if envelopes < 10 {
 		t.Fatalf("only %d envelopes seen", envelopes)
+	}
+}
+
+// schemaCheck validates what the host sent against the schema definition def, as an
+// error of t's naming the definition and the frame.
+func schemaCheck(t *testing.T, v *schematest.Validator) func(def string, raw []byte) {
+	return func(def string, raw []byte) {
+		t.Helper()
+		if err := v.Validate(def, json.RawMessage(raw)); err != nil {
+			t.Errorf("%s does not match the schema: %v\n%s", def, err, truncate(string(raw), 600))
+		}
 	}
 }
