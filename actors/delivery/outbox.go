@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/termhost/termhost/messages"
@@ -58,6 +59,9 @@ type OutboxLimits struct {
 type Outbox struct {
 	limits  OutboxLimits
 	onClose func(CloseReason)
+	// gate holds back the actions the connection's protocol version does not know;
+	// nil (every current version) holds back nothing.
+	gate atomic.Pointer[messages.ActionGate]
 
 	mu        sync.Mutex // guards the fields below; never held across I/O
 	frames    [][]byte
@@ -144,9 +148,16 @@ func (o *Outbox) SetLatency(channel string, d time.Duration) {
 	o.latency[channel] = min(d, maxLatency)
 }
 
+// Gate sets what holds back the actions the connection's negotiated version does not
+// know (nil: nothing); it is set at the handshake, before any channel is subscribed.
+func (o *Outbox) Gate(g *messages.ActionGate) { o.gate.Store(g) }
+
 // Deliver queues a channel's frame, or holds it while that channel's subscribe answer
 // is still being made.
 func (o *Outbox) Deliver(channel string, frame []byte) {
+	if g := o.gate.Load(); g != nil && channel != "" && !g.Admits(frame) {
+		return
+	}
 	o.mu.Lock()
 	if o.closed || o.finish != "" {
 		o.mu.Unlock()

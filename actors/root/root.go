@@ -415,6 +415,12 @@ func (h *rootActor) subscribe(ctx actor.Context, m *channel.Subscribe) {
 	if h.toCluster(ctx, m.Channel) {
 		return
 	}
+	if isSessionURI(m.Channel) {
+		// The protocol's code for a session URI that does not exist (errors.ts
+		// SessionNotFound), as every other request naming a missing session answers.
+		ctx.Respond(&channel.SubscribeResult{Err: messages.Errorf(messages.CodeSessionNotFound, "No session %s on this host", m.Channel)})
+		return
+	}
 	ctx.Respond(&channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s on this host", m.Channel)})
 }
 
@@ -779,6 +785,13 @@ func sanitizeName(uri string) string {
 
 // sessionOf is the session actor that answers for a session, chat or command terminal
 // URI, or nil.
+// isSessionURI says uri names a session itself (ahp-session:/<id>), not a chat or
+// anything else under one.
+func isSessionURI(uri string) bool {
+	id, ok := strings.CutPrefix(uri, "ahp-session:/")
+	return ok && id != "" && !strings.Contains(id, "/")
+}
+
 func (h *rootActor) sessionOf(uri string) *actor.PID {
 	if pid := h.sessions[uri]; pid != nil {
 		return pid

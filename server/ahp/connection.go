@@ -70,7 +70,9 @@ type connection struct {
 	initialized bool
 	// version is the protocol version this client negotiated, here or on the
 	// connection it resumed.
-	version    string
+	version string
+	// gate holds back the actions version does not know (nil: none to hold).
+	gate       *messages.ActionGate
 	subscribed map[string]bool
 	// subscribing are channels whose subscribe is on its way: a socket that goes
 	// before the answer must still be taken off them.
@@ -349,6 +351,8 @@ func (c *connection) signIn(ctx actor.Context, id json.RawMessage, clientID, ver
 		return false
 	}
 	c.initialized, c.clientID, c.version = true, clientID, version
+	c.gate = messages.NewActionGate(version)
+	c.cfg.Outbox.Gate(c.gate)
 	ctx.Send(c.cfg.Root, &session.ClientBack{ClientID: clientID})
 	return true
 }
@@ -556,7 +560,7 @@ func (c *connection) reconnect(ctx actor.Context, id json.RawMessage, raw json.R
 			actions := []json.RawMessage{}
 			size := 0
 			for _, e := range entries {
-				if e.Seq <= cut[e.Channel] {
+				if e.Seq <= cut[e.Channel] && c.gate.Admits(e.Frame) {
 					actions = append(actions, e.Envelope())
 					size += len(e.Frame)
 				}

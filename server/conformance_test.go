@@ -1,0 +1,161 @@
+package server_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/messages/schematest"
+)
+
+// These tests answer the requests the protocol's own client makes the way it reads
+// them: every answer a result the 0.8.0 schema describes, and a resume that says
+// which of the client's subscriptions are gone, since the client drops exactly those.
+
+// TestAnswersMatchTheSchemas: the answers to subscribe, listSessions and both kinds of
+// reconnect are the results the schemas define, not only the envelopes after them.
+func TestAnswersMatchTheSchemas(t *testing.T) {
+	v := schematest.Load(t)
+	h := startHost(t)
+	c := h.dial("answers")
+	check := schemaCheck(t, v)
+	uri := "ahp-terminal:/answers"
+	c.mustRequest("createTerminal", map[string]any{"channel": uri, "claim": map[string]any{"kind": "client", "clientId": "answers"}})
+	check("SubscribeResult", c.mustRequest("subscribe", map[string]any{"channel": uri}))
+	check("ListSessionsResult", c.mustRequest("listSessions", map[string]any{"channel": messages.RootURI}))
+	c.input(uri, "echo answered-$((6*7))\r")
+	c.waitOutput(uri, "answered-42")
+	_ = c.WS().CloseNow()
+
+	_, raw, err := h.resume(t, h.owner, "answers", 1, messages.RootURI, uri, "ahp-terminal:/never-was")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kind struct{ Type string }
+	_ = json.Unmarshal(raw, &kind)
+	switch kind.Type {
+	case "replay":
+		check("ReconnectReplayResult", raw)
+	case "snapshot":
+		check("ReconnectSnapshotResult", raw)
+	default:
+		t.Fatalf("reconnect answered %s", raw)
+	}
+	t.Logf("%s", truncate(string(raw), 400))
+}
+
+// TestAnOlderClientIsSentOnlyActionsItKnows: the protocol's TypeScript client offers
+// 0.8.0 alone, and a host sends a connection only the action types its negotiated
+// version knows (versioning.md, "Forward Compatibility"). Background work came in
+// 0.9.0: a 0.8.0 client watching a chat with an async shell sees the wake turn the
+// shell's end starts but neither background row, live or in a reconnect's replay, and
+// every envelope it is sent is one the 0.8.0 schema describes; a 1.0.0 client watching
+// the same chat sees both rows.
+func TestAnOlderClientIsSentOnlyActionsItKnows(t *testing.T) {
+	v := schematest.Load(t)
+	h := ptyHost(t)
+	a := h.mcpAgent(h.owner, "tools=host")
+	a.call("list_bash", map[string]any{})
+	current := h.dial("current")
+	var listed struct {
+		Items []struct {
+			Resource string `json:"resource"`
+		} `json:"items"`
+	}
+	_ = json.Unmarshal(current.mustRequest("listSessions", map[string]any{"channel": messages.RootURI}), &listed)
+	if len(listed.Items) != 1 {
+		t.Fatalf("listSessions after an MCP connect: %+v", listed)
+	}
+	chat := listed.Items[0].Resource + "/chat"
+
+	older := h.dialRaw(h.owner)
+	older.clientID = "older"
+	raw := older.mustRequest("initialize", map[string]any{"channel": messages.RootURI, "protocolVersions": []string{"0.8.0"}, "clientId": "older", "initialSubscriptions": []string{chat}})
+	var init struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		ServerSeq       uint64 `json:"serverSeq"`
+	}
+	_ = json.Unmarshal(raw, &init)
+	if init.ProtocolVersion != "0.8.0" {
+		t.Fatalf("negotiated %q for an offer of 0.8.0 alone", init.ProtocolVersion)
+	}
+	if _, err := current.Subscribe(current.ctx(), chat); err != nil {
+		t.Fatal(err)
+	}
+
+	marker := t.TempDir() + "/done"
+	bg := a.call("bash", map[string]any{"command": "while [ ! -e " + marker + " ]; do sleep 0.05; done; exit 3", "mode": "async"})
+	if !bg.running() {
+		t.Fatalf("async answered: %+v", bg)
+	}
+	current.waitAction(chat, "chat/backgroundWorkSet")
+	a.call("bash", map[string]any{"command": "touch " + marker})
+	current.waitAction(chat, "chat/backgroundWorkRemoved")
+	current.waitAction(chat, "chat/turnStarted")
+
+	// The older client's frames come in the order they were sent, so by its wake
+	// turn it has been sent every row it would have been.
+	older.waitAction(chat, "chat/turnStarted")
+	for _, n := range older.seen {
+		if n.Envelope == nil {
+			continue
+		}
+		if strings.HasPrefix(n.Envelope.Type, "chat/backgroundWork") {
+			t.Errorf("a 0.8.0 client was sent %s", n.Envelope.Type)
+		}
+		if err := v.Validate("ActionEnvelope", json.RawMessage(n.Params)); err != nil {
+			t.Errorf("a 0.8.0 client was sent an envelope its schema does not describe: %v\n%s", err, truncate(string(n.Params), 300))
+		}
+	}
+
+	// Its transport drops; what it missed since the handshake is replayed without
+	// the rows either.
+	_ = older.WS().CloseNow()
+	_, res, err := h.resume(t, h.owner, "older", init.ServerSeq, chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replay struct {
+		Type    string `json:"type"`
+		Actions []struct {
+			Action struct {
+				Type string `json:"type"`
+			} `json:"action"`
+		} `json:"actions"`
+	}
+	_ = json.Unmarshal(res, &replay)
+	if replay.Type != "replay" {
+		t.Fatalf("reconnect answered %s; want a replay", truncate(string(res), 300))
+	}
+	started := false
+	for _, e := range replay.Actions {
+		if strings.HasPrefix(e.Action.Type, "chat/backgroundWork") {
+			t.Errorf("a 0.8.0 client's replay holds %s", e.Action.Type)
+		}
+		started = started || e.Action.Type == "chat/turnStarted"
+	}
+	if !started {
+		t.Fatalf("the replay lacks the wake turn: %s", truncate(string(res), 600))
+	}
+}
+
+// TestSubscribingToAMissingSessionIsSessionNotFound: the protocol names one code for a
+// session URI that does not exist (-32001 SessionNotFound), and a subscribe to one -
+// never made, or disposed since - answers it, as the other requests naming a session
+// do; a missing terminal stays -32008 NotFound.
+func TestSubscribingToAMissingSessionIsSessionNotFound(t *testing.T) {
+	h := startHost(t)
+	c := h.dial("missing")
+	_, err := c.Subscribe(c.ctx(), "ahp-session:/never-was")
+	rpcError(t, err, messages.CodeSessionNotFound)
+
+	uri := "ahp-session:/disposed"
+	c.openSession(uri, t.TempDir())
+	c.mustRequest("disposeSession", map[string]any{"channel": uri})
+	_, err = c.Subscribe(c.ctx(), uri)
+	rpcError(t, err, messages.CodeSessionNotFound)
+
+	_, err = c.Subscribe(c.ctx(), "ahp-terminal:/never-was")
+	rpcError(t, err, messages.CodeNotFound)
+}
