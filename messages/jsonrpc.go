@@ -137,6 +137,16 @@ func ResponseFrame(id json.RawMessage, result any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// NotificationFrame encodes a notification of method with params (the root's
+// root/sessionAdded and root/sessionRemoved; actions go as EnvelopeFrame).
+func NotificationFrame(method string, params any) ([]byte, error) {
+	return json.Marshal(struct {
+		JSONRPC string `json:"jsonrpc"`
+		Method  string `json:"method"`
+		Params  any    `json:"params"`
+	}{"2.0", method, params})
+}
+
 // ErrorFrame encodes an error answer. A nil id is written as null.
 func ErrorFrame(id json.RawMessage, e *Error) []byte {
 	body, err := json.Marshal(e)

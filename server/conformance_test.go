@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/termhost/termhost/internal/client"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/messages/schematest"
 )
@@ -158,4 +159,48 @@ func TestSubscribingToAMissingSessionIsSessionNotFound(t *testing.T) {
 
 	_, err = c.Subscribe(c.ctx(), "ahp-terminal:/never-was")
 	rpcError(t, err, messages.CodeNotFound)
+}
+
+// TestRootTellsOfSessions: a client keeps its session list from listSessions and the
+// root's root/sessionAdded and root/sessionRemoved notifications, and never asks again
+// while connected (the protocol's own client does so). Every root subscriber that may
+// read sessions is told of a session another client creates and disposes, with the
+// summary listSessions gives; a guest, who may not read sessions, is told of neither.
+func TestRootTellsOfSessions(t *testing.T) {
+	v := schematest.Load(t)
+	h := startHost(t)
+	watcher := h.dial("watcher")
+	guest, _ := h.dialAs(t, h.addUser("gus", "guest"), "gus", messages.RootURI)
+	maker := h.dial("maker")
+	uri := "ahp-session:/told-" + strings.ToLower(t.Name())
+	maker.openSession(uri, t.TempDir())
+
+	added := watcher.waitFor("root/sessionAdded", func(n *client.Notification) bool { return n.Method == "root/sessionAdded" })
+	var a struct {
+		Channel string `json:"channel"`
+		Summary struct {
+			Resource string `json:"resource"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal(added.Params, &a); err != nil || a.Channel != messages.RootURI || a.Summary.Resource != uri {
+		t.Fatalf("root/sessionAdded %s, want the root channel and the session %s", added.Params, uri)
+	}
+	schemaCheck(t, v)("SessionAddedParams", added.Params)
+
+	maker.mustRequest("disposeSession", map[string]any{"channel": uri})
+	removed := watcher.waitFor("root/sessionRemoved", func(n *client.Notification) bool { return n.Method == "root/sessionRemoved" })
+	var r struct{ Channel, Session string }
+	if err := json.Unmarshal(removed.Params, &r); err != nil || r.Channel != messages.RootURI || r.Session != uri {
+		t.Fatalf("root/sessionRemoved %s, want the root channel and the session %s", removed.Params, uri)
+	}
+	schemaCheck(t, v)("SessionRemovedParams", removed.Params)
+
+	// The guest's copies would have been queued before the watcher's: everything
+	// queued for it by now is seen after a ping.
+	guest.sync()
+	for _, n := range guest.seen {
+		if strings.HasPrefix(n.Method, "root/session") {
+			t.Fatalf("a guest, who may not read sessions, was told %s %s", n.Method, n.Params)
+		}
+	}
 }

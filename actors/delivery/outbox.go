@@ -15,6 +15,15 @@ type Subscriber interface {
 	Deliver(channel string, frame []byte)
 }
 
+// CatalogSubscriber is a root subscriber that is also told of the session catalog:
+// the root/sessionAdded and root/sessionRemoved notifications the protocol sends
+// every root subscriber that may read sessions. The subscriber decides whether its
+// person may (the root's subscriber set carries no principal).
+type CatalogSubscriber interface {
+	Subscriber
+	DeliverCatalog(frame []byte)
+}
+
 // CloseReason names why the host ended a connection; it is the close frame's text.
 type CloseReason string
 
@@ -62,6 +71,10 @@ type Outbox struct {
 	// gate holds back the actions the connection's protocol version does not know;
 	// nil (every current version) holds back nothing.
 	gate atomic.Pointer[messages.ActionGate]
+	// catalog says whether the connection may see the session catalog's
+	// notifications (root/sessionAdded, root/sessionRemoved): whether its person may
+	// read sessions. Set at the handshake and again whenever rights are rechecked.
+	catalog atomic.Bool
 
 	mu        sync.Mutex // guards the fields below; never held across I/O
 	frames    [][]byte
@@ -151,6 +164,19 @@ func (o *Outbox) SetLatency(channel string, d time.Duration) {
 // Gate sets what holds back the actions the connection's negotiated version does not
 // know (nil: nothing); it is set at the handshake, before any channel is subscribed.
 func (o *Outbox) Gate(g *messages.ActionGate) { o.gate.Store(g) }
+
+// ShowCatalog sets whether the session catalog's notifications reach this
+// connection (see CatalogSubscriber).
+func (o *Outbox) ShowCatalog(may bool) { o.catalog.Store(may) }
+
+// DeliverCatalog queues a notification of the session catalog on the root channel,
+// when this connection may see it; it is ordered with the root's actions, and held
+// like them while the root's subscribe answer is being made.
+func (o *Outbox) DeliverCatalog(frame []byte) {
+	if o.catalog.Load() {
+		o.Deliver(messages.RootURI, frame)
+	}
+}
 
 // Deliver queues a channel's frame, or holds it while that channel's subscribe answer
 // is still being made.

@@ -499,6 +499,7 @@ func (h *rootActor) disposeSession(ctx actor.Context, m *session.Dispose) {
 		}
 	}
 	ctx.Forward(pid)
+	h.tellCatalog("root/sessionRemoved", map[string]any{"channel": messages.RootURI, "session": m.URI})
 }
 
 // disposeTerminal takes the terminal off the registry and the list before the
@@ -827,6 +828,29 @@ func (h *rootActor) createSession(ctx actor.Context, m *session.Create) {
 	h.sessions[m.URI] = pid
 	h.chats[m.URI+"/chat"] = pid
 	ctx.Respond(&session.Result{Chat: m.URI + "/chat"})
+	// Every root subscriber that may read sessions hears of it (root/sessionAdded),
+	// with the summary listSessions would give: a client keeps its session list from
+	// listSessions and these, and never asks again while it is connected.
+	ctx.ReenterAfter(ctx.RequestFuture(pid, &session.SummaryQuery{}, 5*time.Second), func(res any, err error) {
+		if summary, ok := res.(map[string]any); ok && err == nil && h.sessions[m.URI] == pid {
+			h.tellCatalog("root/sessionAdded", map[string]any{"channel": messages.RootURI, "summary": summary})
+		}
+	})
+}
+
+// tellCatalog sends a notification of the session catalog to the root's subscribers
+// that may read sessions (each connection knows whether its person may).
+func (h *rootActor) tellCatalog(method string, params map[string]any) {
+	frame, err := messages.NotificationFrame(method, params)
+	if err != nil {
+		h.opts.Logger.Warn("a session catalog notification could not be encoded", "method", method, "err", err)
+		return
+	}
+	for s := range h.subs {
+		if c, ok := s.(delivery.CatalogSubscriber); ok {
+			c.DeliverCatalog(frame)
+		}
+	}
 }
 
 // restoreSessions brings back the sessions the store kept: a session whose turns are

@@ -353,6 +353,7 @@ func (c *connection) signIn(ctx actor.Context, id json.RawMessage, clientID, ver
 	c.initialized, c.clientID, c.version = true, clientID, version
 	c.gate = messages.NewActionGate(version)
 	c.cfg.Outbox.Gate(c.gate)
+	c.cfg.Outbox.ShowCatalog(c.may(auth.ReadGrant("ahp-session:")))
 	ctx.Send(c.cfg.Root, &session.ClientBack{ClientID: clientID})
 	return true
 }
@@ -770,6 +771,7 @@ func (c *connection) recheck() {
 			return
 		}
 	}
+	c.cfg.Outbox.ShowCatalog(c.may(auth.ReadGrant("ahp-session:")))
 }
 
 // closeFor closes the connection once, for reason; frames that were already read
