@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/termhost/termhost/internal/client"
@@ -404,5 +406,39 @@ func (w *watcher) input(data string) {
 	defer cancel()
 	if err := w.c.Dispatch(ctx, w.uri, 1, map[string]any{"type": messages.TerminalInput, "data": data}); err != nil {
 		w.t.Fatal(err)
+	}
+}
+
+// TestShellsDoNotInheritIgnoredSignals: a host started with SIGHUP and SIGQUIT ignored
+// (`nohup termhost serve`, or `termhost serve &` in a script) starts its shells with
+// neither ignored, so a hang-up ends a terminal's jobs and ^\ reaches them.
+func TestShellsDoNotInheritIgnoredSignals(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("this test drives bash, which is not installed")
+	}
+	t.Setenv("SHELL", bash)
+	bin := buildBinary(t)
+	wrapper := filepath.Join(t.TempDir(), "ignoring")
+	script := "#!/bin/sh\ntrap '' HUP QUIT\nexec " + bin + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	addr := startHost(t, wrapper, "127.0.0.1:0", state)
+	h := &cliHost{t: t, bin: bin, url: "ws://" + addr + "/", state: state}
+	r := h.cli("", "run", "--", "sh", "-c", "grep SigIgn /proc/self/status")
+	if r.code != 0 {
+		t.Fatalf("run: code %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	_, hex, ok := strings.Cut(strings.TrimSpace(r.stdout), "SigIgn:")
+	mask, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+	if !ok || err != nil {
+		t.Fatalf("no SigIgn line in %q", r.stdout)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGQUIT} {
+		if mask&(1<<(uint(sig)-1)) != 0 {
+			t.Errorf("a terminal's command ignores %v (SigIgn %s)", sig, strings.TrimSpace(hex))
+		}
 	}
 }
