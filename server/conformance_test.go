@@ -162,10 +162,11 @@ func TestSubscribingToAMissingSessionIsSessionNotFound(t *testing.T) {
 }
 
 // TestRootTellsOfSessions: a client keeps its session list from listSessions and the
-// root's root/sessionAdded and root/sessionRemoved notifications, and never asks again
-// while connected (the protocol's own client does so). Every root subscriber that may
-// read sessions is told of a session another client creates and disposes, with the
-// summary listSessions gives; a guest, who may not read sessions, is told of neither.
+// root's root/sessionAdded, root/sessionSummaryChanged and root/sessionRemoved
+// notifications, and never asks again while connected (the protocol's own client does
+// so). Every root subscriber that may read sessions is told of a session another
+// client creates, changes and disposes, with the summary listSessions gives; a guest,
+// who may not read sessions, is told of none of it.
 func TestRootTellsOfSessions(t *testing.T) {
 	v := schematest.Load(t)
 	h := startHost(t)
@@ -173,7 +174,7 @@ func TestRootTellsOfSessions(t *testing.T) {
 	guest, _ := h.dialAs(t, h.addUser("gus", "guest"), "gus", messages.RootURI)
 	maker := h.dial("maker")
 	uri := "ahp-session:/told-" + strings.ToLower(t.Name())
-	maker.openSession(uri, t.TempDir())
+	chat := maker.openSession(uri, t.TempDir())
 
 	added := watcher.waitFor("root/sessionAdded", func(n *client.Notification) bool { return n.Method == "root/sessionAdded" })
 	var a struct {
@@ -186,6 +187,21 @@ func TestRootTellsOfSessions(t *testing.T) {
 		t.Fatalf("root/sessionAdded %s, want the root channel and the session %s", added.Params, uri)
 	}
 	schemaCheck(t, v)("SessionAddedParams", added.Params)
+
+	// A command's turn changes the summary (its modifiedAt, and the title a session
+	// of commands takes from its first): the watcher is told what changed.
+	maker.waitCompleted(chat, maker.say(chat, "!echo summary-$((6*7))"))
+	changed := watcher.waitFor("root/sessionSummaryChanged", func(n *client.Notification) bool {
+		return n.Method == "root/sessionSummaryChanged" && strings.Contains(string(n.Params), `"modifiedAt"`)
+	})
+	var c struct {
+		Channel, Session string
+		Changes          map[string]any
+	}
+	if err := json.Unmarshal(changed.Params, &c); err != nil || c.Channel != messages.RootURI || c.Session != uri || c.Changes["modifiedAt"] == nil {
+		t.Fatalf("root/sessionSummaryChanged %s, want the session %s with its modifiedAt", changed.Params, uri)
+	}
+	schemaCheck(t, v)("SessionSummaryChangedParams", changed.Params)
 
 	maker.mustRequest("disposeSession", map[string]any{"channel": uri})
 	removed := watcher.waitFor("root/sessionRemoved", func(n *client.Notification) bool { return n.Method == "root/sessionRemoved" })

@@ -361,6 +361,10 @@ func (h *rootActor) registry(ctx actor.Context) {
 		ctx.Respond(&session.ToolServiceResult{Err: messages.Errorf(messages.CodeSessionNotFound, "No session %s on this host", m.Session)})
 	case *session.List:
 		h.listSessions(ctx)
+	case *session.SummaryChanged:
+		if h.sessions[m.Session] != nil {
+			h.tellCatalog("root/sessionSummaryChanged", map[string]any{"channel": messages.RootURI, "session": m.Session, "changes": m.Changes})
+		}
 	case *session.Dispose:
 		h.disposeSession(ctx, m)
 	case *terminal.Write:

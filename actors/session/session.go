@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -52,6 +53,13 @@ type DisposeChat struct{ Chat string }
 // []map[string]any, one SummaryQuery answer per session.
 type List struct{}
 
+// SummaryChanged tells the root that a session's summary changed, with the fields
+// that did (as root/sessionSummaryChanged carries them).
+type SummaryChanged struct {
+	Session string
+	Changes map[string]any
+}
+
 // SummaryQuery asks one session for its summary (a SessionSummary of the
 // listSessions answer); the answer is a map[string]any, the form the root gathers
 // into List's answer.
@@ -98,6 +106,9 @@ func lastChars(s string, n int) (string, bool) {
 type session struct {
 	cfg     Config
 	journal *delivery.Journal
+	// told is the summary's mutable fields as the root last heard them: a change
+	// goes to it as SummaryChanged, for root/sessionSummaryChanged.
+	told summaryFields
 	// root is the parent that spawned this session (the root actor): where its
 	// terminals are made, and who routes its chats' channels to it.
 	root  *actor.PID
@@ -199,6 +210,8 @@ func (s *session) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		s.started(ctx)
+		s.told = s.summaryFields() // what sessionAdded or listSessions will say
+		return
 	case *CreateChat:
 		s.createChat(ctx, m)
 	case *DisposeChat:
@@ -263,6 +276,47 @@ func (s *session) Receive(ctx actor.Context) {
 		s.answerAllPermissions()
 		// The runner stops with the session: that is no agent lost.
 		s.agent = nil
+		return
+	}
+	s.tellSummaryChanges(ctx)
+}
+
+// summaryFields are the fields of a session's summary that change while it lives.
+type summaryFields struct {
+	title    string
+	modified time.Time
+	dirs     []string
+}
+
+func (s *session) summaryFields() summaryFields {
+	return summaryFields{title: s.state.Title(), modified: s.modifiedAt(), dirs: s.record.WorkingDirectories}
+}
+
+// tellSummaryChanges tells the root what of the summary changed since it last heard:
+// a message changes at most a few fields, and most change none (this is a few
+// comparisons, not an encode).
+func (s *session) tellSummaryChanges(ctx actor.Context) {
+	if s.root == nil {
+		return
+	}
+	now := s.summaryFields()
+	changes := map[string]any{}
+	if now.title != s.told.title {
+		changes["title"] = now.title
+	}
+	if !now.modified.Equal(s.told.modified) {
+		changes["modifiedAt"] = isoTime(now.modified)
+	}
+	if !slices.Equal(now.dirs, s.told.dirs) {
+		dirs := now.dirs
+		if dirs == nil {
+			dirs = []string{}
+		}
+		changes["workingDirectories"] = dirs
+	}
+	s.told = now
+	if len(changes) > 0 {
+		ctx.Send(s.root, &SummaryChanged{Session: s.uri, Changes: changes})
 	}
 }
 
@@ -408,19 +462,29 @@ type sessionSummary struct {
 	WorkingDirectories []string               `json:"workingDirectories"`
 }
 
+// createdAt dates a session: a session of commands from its first command's start
+// (seed: "Who opens one").
+func (s *session) createdAt() time.Time {
+	if !s.record.FirstStart.IsZero() {
+		return s.record.FirstStart
+	}
+	return s.record.Created
+}
+
+// modifiedAt is when the session last changed: its last command's end.
+func (s *session) modifiedAt() time.Time {
+	if s.record.LastEnd.IsZero() {
+		return s.createdAt()
+	}
+	return s.record.LastEnd
+}
+
 // summary answers SummaryQuery: the session's sessionSummary, as the decoded JSON
 // object the root gathers into the list.
 func (s *session) summary() map[string]any {
 	// A session of commands is dated from its first command's start to its last
 	// one's end (seed: "Who opens one").
-	created := s.record.Created
-	if !s.record.FirstStart.IsZero() {
-		created = s.record.FirstStart
-	}
-	modified := s.record.LastEnd
-	if modified.IsZero() {
-		modified = created
-	}
+	created, modified := s.createdAt(), s.modifiedAt()
 	dirs := s.record.WorkingDirectories
 	if dirs == nil {
 		dirs = []string{}
