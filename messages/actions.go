@@ -20,6 +20,17 @@ const (
 	RootConfigChanged    = "root/configChanged"
 )
 
+// IsTerminalAction reports whether actionType is one of the protocol's terminal
+// actions, whoever sends it.
+func IsTerminalAction(actionType string) bool {
+	switch actionType {
+	case TerminalData, TerminalInput, TerminalResized, TerminalClaimed, TerminalTitleChanged, TerminalCwdChanged,
+		TerminalExited, TerminalCleared, TerminalCommandDetectionAvailable, TerminalCommandExecuted, TerminalCommandFinished:
+		return true
+	}
+	return false
+}
+
 // ClientDispatchable reports whether a client may dispatch an action of this type on
 // a terminal channel; the rest are the server's alone.
 func ClientDispatchable(actionType string) bool {

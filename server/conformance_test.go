@@ -220,3 +220,22 @@ func TestRootTellsOfSessions(t *testing.T) {
 		}
 	}
 }
+
+// TestMadeUpTerminalActionIsNamedAsSuch: a terminal action the host sends, dispatched
+// by a client, is refused as the host's; a type the protocol does not have is refused
+// as no action of a terminal, not as one the host sends.
+func TestMadeUpTerminalActionIsNamedAsSuch(t *testing.T) {
+	h := startHost(t)
+	c := h.dial("madeup")
+	uri := "ahp-terminal:/madeup"
+	c.createTerminal(uri, nil)
+	for typ, want := range map[string]string{
+		"terminal/exited": "terminal/exited is sent by the host, not dispatched by a client",
+		"terminal/bogus":  "terminal/bogus is not an action of a terminal",
+	} {
+		c.dispatch(uri, map[string]any{"type": typ})
+		if got := c.waitAction(uri, typ).RejectionReason; got != want {
+			t.Errorf("%s was refused with %q, want %q", typ, got, want)
+		}
+	}
+}

@@ -701,7 +701,7 @@ func (t *terminal) dispatch(ctx actor.Context, m *channel.Dispatch) {
 	}
 	a := m.Action
 	if !messages.ClientDispatchable(a.Type) {
-		if strings.HasPrefix(a.Type, "terminal/") {
+		if messages.IsTerminalAction(a.Type) {
 			t.reject(m, fmt.Sprintf("%s is sent by the host, not dispatched by a client", a.Type))
 		} else {
 			t.reject(m, fmt.Sprintf("%s is not an action of a terminal", a.Type))
