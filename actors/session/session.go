@@ -300,6 +300,9 @@ func (s *session) tellSummaryChanges(ctx actor.Context) {
 		return
 	}
 	now := s.summaryFields()
+	if now.title == s.told.title && now.modified.Equal(s.told.modified) && slices.Equal(now.dirs, s.told.dirs) {
+		return // most messages (a command's output, a keystroke's echo) change nothing here
+	}
 	changes := map[string]any{}
 	if now.title != s.told.title {
 		changes["title"] = now.title
@@ -315,9 +318,7 @@ func (s *session) tellSummaryChanges(ctx actor.Context) {
 		changes["workingDirectories"] = dirs
 	}
 	s.told = now
-	if len(changes) > 0 {
-		ctx.Send(s.root, &SummaryChanged{Session: s.uri, Changes: changes})
-	}
+	ctx.Send(s.root, &SummaryChanged{Session: s.uri, Changes: changes})
 }
 
 // started opens the default chat of a new session and tells the root which chats

@@ -353,7 +353,7 @@ func (c *connection) signIn(ctx actor.Context, id json.RawMessage, clientID, ver
 	c.initialized, c.clientID, c.version = true, clientID, version
 	c.gate = messages.NewActionGate(version)
 	c.cfg.Outbox.Gate(c.gate)
-	c.cfg.Outbox.ShowCatalog(c.may(auth.ReadGrant("ahp-session:")))
+	c.cfg.Outbox.ShowCatalog(c.mayReadSessions())
 	ctx.Send(c.cfg.Root, &session.ClientBack{ClientID: clientID})
 	return true
 }
@@ -740,6 +740,10 @@ func (c *connection) may(grant string) bool {
 	return c.cfg.Principal.Can(grant)
 }
 
+// mayReadSessions says whether this connection's person may read sessions: list
+// them, and hear the root's notifications of them.
+func (c *connection) mayReadSessions() bool { return c.may(auth.ReadGrant("ahp-session:")) }
+
 func (c *connection) refusal(grant string) *messages.Error {
 	return messages.Errorf(messages.CodePermissionDenied, "%s", c.cfg.Principal.Refusal(grant))
 }
@@ -771,7 +775,7 @@ func (c *connection) recheck() {
 			return
 		}
 	}
-	c.cfg.Outbox.ShowCatalog(c.may(auth.ReadGrant("ahp-session:")))
+	c.cfg.Outbox.ShowCatalog(c.mayReadSessions())
 }
 
 // closeFor closes the connection once, for reason; frames that were already read
