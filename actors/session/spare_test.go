@@ -42,17 +42,31 @@ func TestCommandsAdoptASpareShell(t *testing.T) {
 	if !res.Success || !strings.Contains(res.Content[0].Result.Preview, "one") {
 		t.Fatalf("first command: %+v", res)
 	}
+	// The harness hears of a spare as it starts, a moment before the session does: a
+	// command said in that moment starts a shell of its own, and the spare waits for
+	// the next one. So each spare is held to run the first command after it, or the
+	// one after that, and never a command's terminal before.
+	commands := 1
 	for n := 2; n <= 4; n++ {
 		sp := nextSpare()
-		turn := fmt.Sprintf("t%d", n)
-		h.say(turn, "!echo pid=$$")
-		i, res = h.completedResult(i, turn)
-		if want := fmt.Sprintf("pid=%d", sp.Pid()); !res.Success || !strings.Contains(res.Content[0].Result.Preview, want) {
-			t.Fatalf("command %d printed %+v, want %s: it did not run in the spare shell", n, res, want)
+		want := fmt.Sprintf("pid=%d", sp.Pid())
+		adopted := false
+		for try := 0; try < 2 && !adopted; try++ {
+			commands++
+			turn := fmt.Sprintf("t%d-%d", n, try)
+			h.say(turn, "!echo pid=$$")
+			i, res = h.completedResult(i, turn)
+			if !res.Success {
+				t.Fatalf("command %d failed: %+v", commands, res)
+			}
+			adopted = strings.Contains(res.Content[0].Result.Preview, want)
+		}
+		if !adopted {
+			t.Fatalf("spare %d: neither of the two commands after it printed %s: it did not run in the spare shell", n-1, want)
 		}
 		created, err := h.system.Root.RequestFuture(h.root, createdQuery{}, waitTimeout).Result()
-		if err != nil || created.(int) != n {
-			t.Fatalf("the root was asked for %v terminals (%v) after %d commands: a spare is no terminal", created, err, n)
+		if err != nil || created.(int) != commands {
+			t.Fatalf("the root was asked for %v terminals (%v) after %d commands: a spare is no terminal", created, err, commands)
 		}
 	}
 
