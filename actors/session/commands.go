@@ -53,6 +53,9 @@ type commandRun struct {
 	steps    turnSteps
 	// create is how its terminal was asked for, which a spare shell copies.
 	create *terminal.Create
+	// atPrompt says the command ended and left its shell at its prompt, and nobody
+	// has used the shell since: it may be retired (retire.go).
+	atPrompt bool
 }
 
 // turnSteps are when a command's turn passed each step, for the debug log that says
@@ -136,6 +139,7 @@ func (s *session) drainQueue(ctx actor.Context, c *chat) {
 // terminal; opened goes on once the terminal is listed.
 func (s *session) runCommand(ctx actor.Context, c *chat, turnID, text, command string) {
 	s.seq++
+	s.lastCommand = time.Now()
 	toolCallID := fmt.Sprintf("cmd-%d-%d", time.Now().UnixNano(), s.seq)
 	r := &commandRun{chat: c, turnID: turnID, toolCallID: toolCallID, command: command, text: text, started: time.Now(),
 		terminal: toolterm.URI(c.uri, toolCallID), sentinel: strconv.FormatInt(time.Now().UnixNano(), 36), stopAlt: make(chan struct{})}
@@ -284,6 +288,11 @@ func (s *session) terminalEvent(ctx actor.Context, m *terminal.Event) {
 	}
 	r := c.runs[key]
 	if r == nil || r.done {
+		if r != nil {
+			r.atPrompt = r.atPrompt && !usedBy(m.Action)
+		} else {
+			s.used(m.URI, m.Action)
+		}
 		return
 	}
 	a := m.Action
@@ -353,6 +362,7 @@ func (s *session) finish(ctx actor.Context, r *commandRun, how string, success b
 		return
 	}
 	r.done = true
+	r.atPrompt = failure == nil && exit != nil
 	r.steps.finished = time.Now()
 	if r.timer != nil {
 		r.timer.Stop()
@@ -405,6 +415,9 @@ func (s *session) turnKept(ctx actor.Context, m *turnKept) {
 	// What the run read is dropped with it: the chat keeps the turn, the store its
 	// output, and the shell its terminal.
 	delete(c.runs, r.toolCallID)
+	if r.atPrompt {
+		s.shellAtPrompt(ctx, c, r.terminal)
+	}
 	s.chatAction(c, messages.ChatTurnCompleteAction{TurnID: r.turnID, Duration: time.Since(r.started).Milliseconds()})
 	if c.busy == r.turnID {
 		c.busy = ""

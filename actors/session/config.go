@@ -51,6 +51,13 @@ type Config struct {
 	// (terminal.Prestart with the host's terminal config); it forks, and is called
 	// off the mailbox. Nil: no spares, every command's shell starts with its turn.
 	Prestart func(*terminal.Create) (*terminal.Spare, error)
+	// LiveShells is how many shells of a session's `!` commands that ended at their
+	// prompt, and that nobody has used since, stay live; an older one is ended, its
+	// call's terminal then served from what was kept (retire.go). Default 8.
+	LiveShells int
+	// ShellIdle is how long a session's spare shell and its commands' unused shells
+	// live once no command comes. Default 10 minutes.
+	ShellIdle time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -62,6 +69,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AgentCancelGrace <= 0 {
 		c.AgentCancelGrace = 10 * time.Second
+	}
+	if c.LiveShells <= 0 {
+		c.LiveShells = 8
+	}
+	if c.ShellIdle <= 0 {
+		c.ShellIdle = 10 * time.Minute
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -149,6 +149,12 @@ type session struct {
 	// when there is none. sparing says one is being started.
 	spare   *terminal.Spare
 	sparing bool
+	// idle are the shells of commands that ended at their prompt and nobody has
+	// used since, oldest first; idleTimer ends them and the spare once no command
+	// has come for Config.ShellIdle after lastCommand (retire.go).
+	idle        []idleShell
+	idleTimer   *time.Timer
+	lastCommand time.Time
 }
 
 type chat struct {
@@ -159,7 +165,8 @@ type chat struct {
 	// their turn is kept.
 	runs map[string]*commandRun
 	// shells are the terminals this chat's commands opened, each sitting at its
-	// prompt until the chat or the session goes (seed: "Who opens one").
+	// prompt until the chat or the session goes (seed: "Who opens one"), or until
+	// it is retired, idle (retire.go).
 	shells []string
 	// lastTurn is the id of the newest turn, the anchor of the next local turn.
 	lastTurn string
@@ -270,7 +277,10 @@ func (s *session) Receive(ctx actor.Context) {
 		s.ownerGone(ctx, m.Who)
 	case *spareReady:
 		s.spareReady(ctx, m)
+	case *shellsIdle:
+		s.checkIdle(ctx)
 	case *actor.Stopping:
+		s.stopIdle()
 		s.dropSpare()
 		s.stopAllAway()
 		s.answerAllPermissions()
@@ -660,6 +670,7 @@ func (s *session) endRuns(ctx actor.Context, c *chat) {
 			close(r.stopAlt)
 		}
 	}
+	s.forgetShells(c)
 	for _, uri := range c.shells {
 		ctx.Send(s.root, &terminal.Dispose{URI: uri})
 	}

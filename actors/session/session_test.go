@@ -75,6 +75,8 @@ func (r *testRoot) Receive(ctx actor.Context) {
 		r.forward(ctx, m.URI)
 	case *terminal.ScreenQuery:
 		r.forward(ctx, m.URI)
+	case *channel.Dispatch:
+		r.forward(ctx, m.Channel)
 	case *session.ChatsOf:
 		if r.chatsOf != nil {
 			r.chatsOf(m)
@@ -120,6 +122,10 @@ type harnessOptions struct {
 	// (Config.Prestart) once it runs.
 	bash   string
 	spares chan<- *terminal.Spare
+	// liveShells and shellIdle are the session's Config.LiveShells and
+	// Config.ShellIdle.
+	liveShells int
+	shellIdle  time.Duration
 }
 
 func newHarness(t *testing.T, o harnessOptions) *harness {
@@ -155,7 +161,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		rec.Agent = o.agent
 	}
 	cfg := session.Config{Journal: journal, Store: o.store, DefaultShell: shell, ToolService: o.toolService,
-		Agent: o.agentRunner, AgentCancelGrace: o.cancelGrace}
+		Agent: o.agentRunner, AgentCancelGrace: o.cancelGrace, LiveShells: o.liveShells, ShellIdle: o.shellIdle}
 	if o.spares != nil {
 		cfg.Prestart = func(m *terminal.Create) (*terminal.Spare, error) {
 			sp, err := terminal.Prestart(tcfg, m)

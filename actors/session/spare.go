@@ -61,6 +61,7 @@ func (s *session) spareReady(ctx actor.Context, m *spareReady) {
 		return
 	}
 	s.spare = m.spare
+	s.armIdle(ctx)
 }
 
 // takeSpare hands the spare, if any, to a command's terminal.
