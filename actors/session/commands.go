@@ -66,6 +66,10 @@ type turnSteps struct {
 	finished time.Time // its end mark, or the sentinel line
 	snapshot time.Time // the terminal's scrollback, to keep, arrived
 	kept     time.Time // the output and the turn were written and fsynced
+	// spare says how its shell came: "ready" (a spare at its prompt, or on its way
+	// there), "starting" (a spare was still being started: a shell of its own), or
+	// "none".
+	spare string
 }
 
 // commandOf is the shell command a turn's text asks for: text after a leading `!`.
@@ -172,6 +176,14 @@ func (s *session) runCommand(ctx actor.Context, c *chat, turnID, text, command s
 		Spare:   s.takeSpare(),
 	}
 	r.create = create
+	switch {
+	case create.Spare != nil:
+		r.steps.spare = "ready"
+	case s.sparing > 0:
+		r.steps.spare = "starting"
+	default:
+		r.steps.spare = "none"
+	}
 	f := ctx.RequestFuture(s.root, create, channel.RequestTimeout)
 	if create.Spare != nil {
 		// The command's shell is started already: the next spare starts now,
@@ -441,7 +453,7 @@ func (s *session) logSteps(r *commandRun) {
 		}
 		return to.Sub(from)
 	}
-	s.cfg.Logger.Debug("turn steps", "turn", r.turnID, "total", time.Since(r.started),
+	s.cfg.Logger.Debug("turn steps", "turn", r.turnID, "spare", st.spare, "total", time.Since(r.started),
 		"listed", step(r.started, st.listed), "executed", step(st.listed, st.executed), "finished", step(st.executed, st.finished),
 		"snapshot", step(st.finished, st.snapshot), "kept", step(st.snapshot, st.kept), "completed", step(st.kept, time.Now()))
 }

@@ -55,6 +55,9 @@ type Config struct {
 	// prompt, and that nobody has used since, stay live; an older one is ended, its
 	// call's terminal then served from what was kept (retire.go). Default 8.
 	LiveShells int
+	// Spares is how many spare shells a session that runs `!` commands keeps
+	// started ahead (spare.go). Default 2.
+	Spares int
 	// ShellIdle is how long a session's spare shell and its commands' unused shells
 	// live once no command comes. Default 10 minutes.
 	ShellIdle time.Duration
@@ -72,6 +75,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LiveShells <= 0 {
 		c.LiveShells = 8
+	}
+	if c.Spares <= 0 {
+		c.Spares = 2
 	}
 	if c.ShellIdle <= 0 {
 		c.ShellIdle = 10 * time.Minute

@@ -22,7 +22,7 @@ import (
 //   - the newest Config.LiveShells shells of its commands that nobody has used
 //     since their command ended; an older one is retired (disposed) as a newer one
 //     joins them;
-//   - none of those, nor its spare, once no command has come for
+//   - none of those, nor its spares, once no command has come for
 //     Config.ShellIdle: a session idle for a while holds no bash;
 //   - every shell somebody used after its command: typed into, resized, claimed,
 //     or that ran another command (a person's), which is theirs now and stays
@@ -106,7 +106,7 @@ func (s *session) forgetShells(c *chat) {
 // armIdle makes sure the idle check runs while there is a spare or an idle shell
 // to end.
 func (s *session) armIdle(ctx actor.Context) {
-	if s.idleTimer != nil || (s.spare == nil && len(s.idle) == 0) {
+	if s.idleTimer != nil || (len(s.spares) == 0 && len(s.idle) == 0) {
 		return
 	}
 	s.armIdleIn(ctx, s.cfg.ShellIdle-time.Since(s.lastCommand))
@@ -117,12 +117,12 @@ func (s *session) armIdleIn(ctx actor.Context, d time.Duration) {
 	s.idleTimer = time.AfterFunc(max(d, 0), func() { system.Root.Send(self, &shellsIdle{}) })
 }
 
-// shellsIdle ends the spare and the idle shells once no command has come for
+// checkIdle ends the spares and the idle shells once no command has come for
 // Config.ShellIdle, or looks again when one has come meanwhile.
 func (s *session) checkIdle(ctx actor.Context) {
 	s.idleTimer = nil
 	if left := s.cfg.ShellIdle - time.Since(s.lastCommand); left > 0 {
-		if s.spare != nil || len(s.idle) > 0 {
+		if len(s.spares) > 0 || len(s.idle) > 0 {
 			s.armIdleIn(ctx, left)
 		}
 		return

@@ -145,10 +145,10 @@ type session struct {
 	agentGone string
 	// restored says the session was brought back from the store after a restart.
 	restored bool
-	// spare is the shell started ahead for the next `!` command (spare.go); nil
-	// when there is none. sparing says one is being started.
-	spare   *terminal.Spare
-	sparing bool
+	// spares are the shells started ahead for the next `!` commands (spare.go),
+	// oldest first; sparing is how many are being started.
+	spares  []*terminal.Spare
+	sparing int
 	// idle are the shells of commands that ended at their prompt and nobody has
 	// used since, oldest first; idleTimer ends them and the spare once no command
 	// has come for Config.ShellIdle after lastCommand (retire.go).

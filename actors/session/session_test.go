@@ -126,6 +126,8 @@ type harnessOptions struct {
 	// Config.ShellIdle.
 	liveShells int
 	shellIdle  time.Duration
+	// spareCount is the session's Config.Spares.
+	spareCount int
 }
 
 func newHarness(t *testing.T, o harnessOptions) *harness {
@@ -161,7 +163,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		rec.Agent = o.agent
 	}
 	cfg := session.Config{Journal: journal, Store: o.store, DefaultShell: shell, ToolService: o.toolService,
-		Agent: o.agentRunner, AgentCancelGrace: o.cancelGrace, LiveShells: o.liveShells, ShellIdle: o.shellIdle}
+		Agent: o.agentRunner, AgentCancelGrace: o.cancelGrace, LiveShells: o.liveShells, ShellIdle: o.shellIdle, Spares: o.spareCount}
 	if o.spares != nil {
 		cfg.Prestart = func(m *terminal.Create) (*terminal.Spare, error) {
 			sp, err := terminal.Prestart(tcfg, m)

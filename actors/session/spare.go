@@ -7,14 +7,16 @@ import (
 	"github.com/termhost/termhost/actors/terminal"
 )
 
-// A session that runs `!` commands keeps one spare shell: started ahead, at its
-// prompt by the time the next command comes, and adopted by that command's terminal
-// (terminal.Create.Spare), which then skips the shell's start. One per session, not
-// a pool of the host's: a spare must be the very shell the command would get (the
-// session's shell, its working folder, the host's environment, the default size),
-// and those are the session's; a session that never runs a command has none, and
-// one that runs them back to back needs no more than one, since the next spare
-// starts as soon as this one is adopted, while the command runs and is kept.
+// A session that runs `!` commands keeps spare shells (Config.Spares, two by
+// default): started ahead, at their prompt by the time a command comes, and
+// adopted by that command's terminal (terminal.Create.Spare), which then skips the
+// shell's start. The session's own, not a pool of the host's: a spare must be the
+// very shell the command would get (the session's shell, its working folder, the
+// host's environment, the default size), and those are the session's; a session
+// that never runs a command has none. A new spare starts as soon as one is
+// adopted, while the command runs and is kept; with commands back to back a bash
+// under load takes about as long to start as a turn takes, so with one spare the
+// next command often found it still starting, and with two each has two turns.
 //
 // A spare is no terminal until its command's terminal adopts it: nothing is listed
 // and no client sees it. It is ended when the session stops (disposed, or the host
@@ -28,52 +30,59 @@ type spareReady struct{ spare *terminal.Spare }
 
 type spareTaken struct{}
 
-// startSpare starts a spare shell for commands made like create, off the mailbox,
-// unless the session has one or is starting one.
+// startSpare starts spare shells for commands made like create, off the mailbox,
+// until the session has Config.Spares of them, ready or being started.
 func (s *session) startSpare(ctx actor.Context, create *terminal.Create) {
-	if s.cfg.Prestart == nil || s.closed || s.disposed || s.spare != nil || s.sparing {
+	if s.cfg.Prestart == nil || s.closed || s.disposed {
 		return
 	}
-	s.sparing = true
-	m := &terminal.Create{Cwd: create.Cwd, Cols: create.Cols, Rows: create.Rows, Spec: create.Spec}
-	prestart, self, system, logger := s.cfg.Prestart, ctx.Self(), ctx.ActorSystem(), s.cfg.Logger
-	go func() {
-		sp, err := prestart(m)
-		if err != nil {
-			logger.Debug("no spare shell", "session", self.Id, "err", err)
-			sp = nil
-		}
-		_, err = system.Root.RequestFuture(self, &spareReady{spare: sp}, channel.RequestTimeout).Result()
-		if err != nil && sp != nil {
-			sp.Release()
-		}
-	}()
+	for len(s.spares)+s.sparing < s.cfg.Spares {
+		s.sparing++
+		m := &terminal.Create{Cwd: create.Cwd, Cols: create.Cols, Rows: create.Rows, Spec: create.Spec}
+		prestart, self, system, logger := s.cfg.Prestart, ctx.Self(), ctx.ActorSystem(), s.cfg.Logger
+		go func() {
+			sp, err := prestart(m)
+			if err != nil {
+				logger.Debug("no spare shell", "session", self.Id, "err", err)
+				sp = nil
+			}
+			_, err = system.Root.RequestFuture(self, &spareReady{spare: sp}, channel.RequestTimeout).Result()
+			if err != nil && sp != nil {
+				sp.Release()
+			}
+		}()
+	}
 }
 
 func (s *session) spareReady(ctx actor.Context, m *spareReady) {
-	s.sparing = false
+	s.sparing--
 	ctx.Respond(&spareTaken{})
 	if m.spare == nil {
 		return
 	}
-	if s.closed || s.disposed || s.spare != nil {
+	if s.closed || s.disposed || len(s.spares) >= s.cfg.Spares {
 		go m.spare.Release()
 		return
 	}
-	s.spare = m.spare
+	s.spares = append(s.spares, m.spare)
 	s.armIdle(ctx)
 }
 
-// takeSpare hands the spare, if any, to a command's terminal.
+// takeSpare hands the oldest spare, if any, to a command's terminal: the one most
+// likely at its prompt by now.
 func (s *session) takeSpare() *terminal.Spare {
-	sp := s.spare
-	s.spare = nil
+	if len(s.spares) == 0 {
+		return nil
+	}
+	sp := s.spares[0]
+	s.spares = s.spares[1:]
 	return sp
 }
 
-// dropSpare ends the spare, if any.
+// dropSpare ends the spares, if any.
 func (s *session) dropSpare() {
-	if sp := s.takeSpare(); sp != nil {
+	for _, sp := range s.spares {
 		go sp.Release()
 	}
+	s.spares = nil
 }

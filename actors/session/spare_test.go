@@ -25,7 +25,8 @@ func TestCommandsAdoptASpareShell(t *testing.T) {
 		t.Skip("bash is not installed")
 	}
 	spares := make(chan *terminal.Spare, 16)
-	h := newHarness(t, harnessOptions{bash: bash, spares: spares})
+	// One spare at a time, so that the spares come in the order they are adopted.
+	h := newHarness(t, harnessOptions{bash: bash, spares: spares, spareCount: 1})
 	nextSpare := func() *terminal.Spare {
 		t.Helper()
 		select {
