@@ -53,7 +53,7 @@ type Config struct {
 	Prestart func(*terminal.Create) (*terminal.Spare, error)
 	// LiveShells is how many shells of a session's `!` commands that ended at their
 	// prompt, and that nobody has used since, stay live; an older one is ended, its
-	// call's terminal then served from what was kept (retire.go). Default 8.
+	// call's terminal then served from what was kept (retire.go). Default 4.
 	LiveShells int
 	// Spares is how many spare shells a session that runs `!` commands keeps
 	// started ahead (spare.go). Default 2.
@@ -74,7 +74,7 @@ func (c Config) withDefaults() Config {
 		c.AgentCancelGrace = 10 * time.Second
 	}
 	if c.LiveShells <= 0 {
-		c.LiveShells = 8
+		c.LiveShells = 4
 	}
 	if c.Spares <= 0 {
 		c.Spares = 2

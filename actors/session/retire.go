@@ -19,7 +19,7 @@ import (
 // command ended (the seed's retained terminal). So the session keeps live only the
 // shells a person may still be about to use:
 //
-//   - the newest Config.LiveShells shells of its commands that nobody has used
+//   - the newest Config.LiveShells (4) shells of its commands that nobody has used
 //     since their command ended; an older one is retired (disposed) as a newer one
 //     joins them;
 //   - none of those, nor its spares, once no command has come for
