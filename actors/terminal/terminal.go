@@ -443,7 +443,7 @@ func (t *terminal) prepareIntegration(spec *pty.Spec, nonce string) {
 // inject puts our integration with nonce into spec (a shell to sit in); a shell
 // with no script, or whose injection failed, is left to start as it would have.
 func inject(cfg Config, spec *pty.Spec, nonce string) error {
-	inj, ok, err := integration.Inject(spec.Shell, spec.ShellArgs, integration.InjectOptions{Nonce: nonce, ZshFolderAsFound: cfg.ZshFolderAsFound, Environ: append(os.Environ(), spec.Env...)})
+	inj, ok, err := integration.Inject(spec.Shell, spec.ShellArgs, integration.InjectOptions{Nonce: nonce, ZshFolderAsFound: cfg.ZshFolderAsFound, Environ: append(os.Environ(), spec.Env...), Installed: cfg.Scripts})
 	if !ok {
 		return err
 	}
