@@ -369,10 +369,12 @@ func (t *terminal) start(ctx actor.Context) {
 		t.prepareIntegration(&spec, nonce)
 		t.modes = new(screen.Modes)
 	}
+	// The shell actor is spawned last: its goroutine, which starts the process, is
+	// then the next to run, ahead of anything else this start made runnable.
+	t.claim = ctx.Spawn(newClaimProps(m.Claim, ctx.Parent()))
 	props, input := newShell(t.cfg, spec, dirErr, self, adopted)
 	t.input = input
 	t.shell = ctx.Spawn(props)
-	t.claim = ctx.Spawn(newClaimProps(m.Claim, ctx.Parent()))
 }
 
 // ensureScreen makes the headless screen the first time it is needed: a program asked
