@@ -36,8 +36,13 @@ const (
 	ReasonRightsChanged   CloseReason = "termhost: this connection may no longer read a channel it is subscribed to; reconnect to see what it may"
 )
 
-// maxMergedFrame caps a frame built by merging queued terminal/data.
-const maxMergedFrame = 1 << 20
+// maxMergedFrame caps a frame built by merging queued terminal/data. Merging turns
+// many small frames into fewer writes; a flood's frames come near this size already
+// (the pty's reader gathers up to 64 KiB), and merging those saved a write per frame
+// but copied every frame once more for each subscriber: with 50 subscribers that
+// copy (and the fresh buffer it needs) was an eighth of the CPU (issue 13's fanout
+// profile), more than the writes it saved.
+const maxMergedFrame = 64 << 10
 
 // maxLatency caps a subscriber's delivery.maxLatencyMs: output held longer than this
 // would look like a hung terminal, and the queue's bounds apply meanwhile anyway.
@@ -195,7 +200,7 @@ func (o *Outbox) Deliver(channel string, frame []byte) {
 		o.held[channel] = append(h, frame)
 		o.pending += len(frame)
 	} else {
-		if n := len(o.frames); channel != "" && n > 0 && len(o.frames[n-1]) < maxMergedFrame {
+		if n := len(o.frames); channel != "" && n > 0 && len(o.frames[n-1])+len(frame) <= maxMergedFrame {
 			// A connection behind its output gets adjacent terminal/data of one channel
 			// merged into one frame: fewer, larger writes for whoever is slowest.
 			if merged, ok := messages.MergeDataFramesInto(o.frames[n-1], frame, o.tailOwned); ok {
