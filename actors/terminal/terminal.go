@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -375,6 +376,10 @@ func (t *terminal) start(ctx actor.Context) {
 	props, input := newShell(t.cfg, spec, dirErr, self, adopted)
 	t.input = input
 	t.shell = ctx.Spawn(props)
+	// The shell actor's goroutine, which forks, is next on this CPU: the goroutine
+	// running this start (the root's) steps aside for it rather than go on to
+	// its next message first.
+	runtime.Gosched()
 }
 
 // ensureScreen makes the headless screen the first time it is needed: a program asked
