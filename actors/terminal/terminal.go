@@ -603,6 +603,12 @@ func (t *terminal) tellWatcher(a *messages.Action) {
 func (t *terminal) broadcast(env *messages.Envelope) {
 	frame := t.journal.Stamp(env)
 	for s := range t.subs {
+		// A sole subscriber may have even a flood's chunk written on this
+		// goroutine (delivery.directAloneBytes).
+		if a, ok := s.(delivery.AloneSubscriber); ok && len(t.subs) == 1 {
+			a.DeliverAlone(t.uri, frame)
+			continue
+		}
 		s.Deliver(t.uri, frame)
 	}
 }
