@@ -77,6 +77,10 @@ type InjectOptions struct {
 	// mixed in; nil means os.Environ(). Only ZDOTDIR is read from it, so that zsh
 	// still reads the person's startup files from the folder it names.
 	Environ []string
+	// Installed, when set, remembers the scripts written and checked, so that the
+	// next shell's start does not check them again (see Installed). Nil checks them
+	// at every Inject.
+	Installed *Installed
 }
 
 // Shell kinds, by the basename of the shell's path.
@@ -344,11 +348,15 @@ func injectPwsh(args []string, opts InjectOptions) (Injection, error) {
 // installScript writes the embedded scripts/<src> into the per-user integration
 // folder under a content-addressed name and returns its path.
 func installScript(opts InjectOptions, src, prefix, ext string) (string, error) {
+	dir := filepath.Join(tempDir(opts), userName()+"-termhost-integration")
+	now := time.Now()
+	if path, ok := opts.Installed.lookup(dir, src, now); ok {
+		return path, nil
+	}
 	b, err := scripts.ReadFile("scripts/" + src)
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(tempDir(opts), userName()+"-termhost-integration")
 	root, err := openPrivateFolder(dir)
 	if err != nil {
 		return "", err
@@ -366,11 +374,11 @@ func installScript(opts InjectOptions, src, prefix, ext string) (string, error) 
 	// while (an older build's script) goes: when the script is new here, and
 	// then once an hour, often enough against a week of staleness, so that a
 	// shell mostly starts without the folder read.
-	now := time.Now()
 	if now.Sub(modified) > touchScript {
 		_ = root.Chtimes(name, now, now)
 		removeStale(root, prefix, ext, name, now)
 	}
+	opts.Installed.remember(root, dir, src, name, now)
 	return filepath.Join(dir, name), nil
 }
 

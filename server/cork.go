@@ -25,6 +25,11 @@ import (
 // copied.
 const corkGather = 16 << 10
 
+// corkAlone is the largest frame written alone without corking: the write buffer
+// of the connection's bufio.Writer (net/http's, 4 KiB), which the library flushes
+// before writing a larger payload's rest.
+const corkAlone = 4 << 10
+
 // corkConn is a net.Conn whose writes made while corked are held until uncork.
 type corkConn struct {
 	net.Conn

@@ -711,7 +711,11 @@ func (d *directWriter) Write(frames [][]byte) error {
 // writeBatch writes a batch of frames, each a message. Corked, the batch is one
 // socket write (see corkConn), so one write deadline covers it.
 func (s *Server) writeBatch(ctx context.Context, conn *websocket.Conn, cork *corkConn, frames [][]byte) error {
-	if cork != nil && len(frames) > 1 {
+	// A frame larger than the library's buffer is corked too: the library buffers
+	// its header, fills the buffer from the payload and flushes it, then writes the
+	// rest, which is two writes; corked, the first part is held and goes out with
+	// the rest in one writev (a flood's every chunk, to every subscriber).
+	if cork != nil && (len(frames) > 1 || len(frames[0]) > corkAlone) {
 		cork.cork()
 	}
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)

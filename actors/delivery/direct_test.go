@@ -118,6 +118,30 @@ func TestOutboxLeavesLargeFramesToTheWriter(t *testing.T) {
 	}
 }
 
+// A flood's chunk to its only subscriber is written by its producer, with room;
+// larger than that, or with no room, it is left to the writer.
+func TestOutboxSoleSubscriberGetsAFloodsChunkDirectly(t *testing.T) {
+	const ch = "ahp-terminal:/t"
+	s := newSocket()
+	o := NewOutbox(OutboxLimits{Bytes: 1 << 20}, nil)
+	o.SetDirect(s)
+	chunk := dataFrame(ch, strings.Repeat("x", 64<<10), 1)
+	o.DeliverAlone(ch, chunk)
+	if got := s.frames(); len(got) != 1 || got[0] != string(chunk) {
+		t.Fatalf("the producer wrote %d frames, want the chunk", len(got))
+	}
+	o.DeliverAlone(ch, dataFrame(ch, strings.Repeat("y", directAloneBytes), 2))
+	s.room.Store(false)
+	o.DeliverAlone(ch, dataFrame(ch, "z", 3))
+	if got := s.frames(); len(got) != 1 {
+		t.Fatalf("the producer wrote %d frames, want only the first chunk", len(got))
+	}
+	frames, err := o.Next(context.Background())
+	if err != nil || len(frames) != 2 || !strings.Contains(string(frames[0]), `yy"`) || !strings.Contains(string(frames[1]), `"z"`) {
+		t.Fatalf("Next = %d frames, %v; want the too-large chunk, then the small one", len(frames), err)
+	}
+}
+
 // Producers on several goroutines and the writer, with room coming and going and
 // frames small and large: every frame is written once, each producer's in the order
 // it delivered them, and never two batches at once.

@@ -36,8 +36,13 @@ const (
 	ReasonRightsChanged   CloseReason = "termhost: this connection may no longer read a channel it is subscribed to; reconnect to see what it may"
 )
 
-// maxMergedFrame caps a frame built by merging queued terminal/data.
-const maxMergedFrame = 1 << 20
+// maxMergedFrame caps a frame built by merging queued terminal/data. Merging turns
+// many small frames into fewer writes; a flood's frames come near this size already
+// (the pty's reader gathers up to 64 KiB), and merging those saved a write per frame
+// but copied every frame once more for each subscriber: with 50 subscribers that
+// copy (and the fresh buffer it needs) was an eighth of the CPU (issue 13's fanout
+// profile), more than the writes it saved.
+const maxMergedFrame = 64 << 10
 
 // maxLatency caps a subscriber's delivery.maxLatencyMs: output held longer than this
 // would look like a hung terminal, and the queue's bounds apply meanwhile anyway.
@@ -118,6 +123,22 @@ type Direct interface {
 // flood's (whose frames the writer merges while it is behind).
 const directBytes = 4 << 10
 
+// directAloneBytes is the most a producer writes itself for a frame this outbox is
+// the only subscriber of (DeliverAlone): a flood's chunk to its one reader then goes
+// out from the pty's reader, with no hand-off to the writer goroutine and no thread
+// woken for it (issue 13: the busy machine's CPU per MB, 20 -> 17 ms). With more
+// subscribers the writer goroutines still write, so that the writes of one chunk to
+// many connections spread over the CPUs rather than run one after another on the
+// reader's (the fanout scenario's 50 subscribers carried less that way).
+const directAloneBytes = 96 << 10
+
+// AloneSubscriber is a Subscriber that can be told it is a frame's only subscriber
+// (see Outbox.DeliverAlone).
+type AloneSubscriber interface {
+	Subscriber
+	DeliverAlone(channel string, frame []byte)
+}
+
 // directRounds bounds how many batches in a row one producer writes before leaving
 // the rest to the writer goroutine.
 const directRounds = 4
@@ -180,7 +201,15 @@ func (o *Outbox) DeliverCatalog(frame []byte) {
 
 // Deliver queues a channel's frame, or holds it while that channel's subscribe answer
 // is still being made.
-func (o *Outbox) Deliver(channel string, frame []byte) {
+func (o *Outbox) Deliver(channel string, frame []byte) { o.deliver(channel, frame, directBytes) }
+
+// DeliverAlone is Deliver for a frame this outbox is the only subscriber of: a
+// frame of a flood's size is written directly too (see directAloneBytes).
+func (o *Outbox) DeliverAlone(channel string, frame []byte) {
+	o.deliver(channel, frame, directAloneBytes)
+}
+
+func (o *Outbox) deliver(channel string, frame []byte, limit int) {
 	if g := o.gate.Load(); g != nil && channel != "" && !g.Admits(frame) {
 		return
 	}
@@ -195,7 +224,7 @@ func (o *Outbox) Deliver(channel string, frame []byte) {
 		o.held[channel] = append(h, frame)
 		o.pending += len(frame)
 	} else {
-		if n := len(o.frames); channel != "" && n > 0 && len(o.frames[n-1]) < maxMergedFrame {
+		if n := len(o.frames); channel != "" && n > 0 && len(o.frames[n-1])+len(frame) <= maxMergedFrame {
 			// A connection behind its output gets adjacent terminal/data of one channel
 			// merged into one frame: fewer, larger writes for whoever is slowest.
 			if merged, ok := messages.MergeDataFramesInto(o.frames[n-1], frame, o.tailOwned); ok {
@@ -216,7 +245,7 @@ func (o *Outbox) Deliver(channel string, frame []byte) {
 	}
 	over := behind || (o.limits.Bytes > 0 && o.pending > o.limits.Bytes)
 	var direct [][]byte
-	if !over && o.mayWriteDirectLocked() {
+	if !over && o.mayWriteDirectLocked(limit) {
 		direct = o.takeLocked()
 		o.busy = true
 	} else if o.busy {
@@ -228,7 +257,7 @@ func (o *Outbox) Deliver(channel string, frame []byte) {
 		return
 	}
 	if direct != nil {
-		o.writeDirect(direct)
+		o.writeDirect(direct, limit)
 		return
 	}
 	if wake {
@@ -238,10 +267,10 @@ func (o *Outbox) Deliver(channel string, frame []byte) {
 
 // mayWriteDirectLocked reports whether the producer holding o.mu may write what is
 // queued itself: a direct writer is set, nobody is writing, everything queued is due
-// now and small.
-func (o *Outbox) mayWriteDirectLocked() bool {
+// now and at most limit bytes.
+func (o *Outbox) mayWriteDirectLocked(limit int) bool {
 	return o.direct != nil && !o.busy && !o.closed && o.finish == "" && o.dueNow &&
-		len(o.frames) > 0 && o.pending <= directBytes
+		len(o.frames) > 0 && o.pending <= limit
 }
 
 // takeLocked takes every queued frame for writing; o.mu is held.
@@ -261,7 +290,7 @@ func (o *Outbox) takeLocked() [][]byte {
 // writeDirect writes frames, taken by this producer with o.busy set, on its own
 // goroutine if the socket has room, and what was queued meanwhile after them (a few
 // batches at most); anything else is left to the writer goroutine.
-func (o *Outbox) writeDirect(frames [][]byte) {
+func (o *Outbox) writeDirect(frames [][]byte, limit int) {
 	for round := 1; ; round++ {
 		n := 0
 		for _, f := range frames {
@@ -283,7 +312,7 @@ func (o *Outbox) writeDirect(frames [][]byte) {
 			return
 		}
 		o.mu.Lock()
-		if round < directRounds && o.mayWriteDirectBusyLocked() {
+		if round < directRounds && o.mayWriteDirectBusyLocked(limit) {
 			frames = o.takeLocked()
 			o.mu.Unlock()
 			continue
@@ -300,9 +329,9 @@ func (o *Outbox) writeDirect(frames [][]byte) {
 
 // mayWriteDirectBusyLocked is mayWriteDirectLocked for the producer that is
 // already writing.
-func (o *Outbox) mayWriteDirectBusyLocked() bool {
+func (o *Outbox) mayWriteDirectBusyLocked(limit int) bool {
 	o.busy = false
-	ok := o.mayWriteDirectLocked()
+	ok := o.mayWriteDirectLocked(limit)
 	o.busy = true
 	return ok
 }
@@ -382,14 +411,14 @@ func (o *Outbox) Release(answer []byte, channels ...string) {
 	// A subscribe's answer and the output held behind it (a terminal just opened)
 	// are written here too while the writer is idle.
 	var direct [][]byte
-	if o.mayWriteDirectLocked() {
+	if o.mayWriteDirectLocked(directBytes) {
 		direct = o.takeLocked()
 		o.busy = true
 	}
 	busy := o.busy
 	o.mu.Unlock()
 	if direct != nil {
-		o.writeDirect(direct)
+		o.writeDirect(direct, directBytes)
 		return
 	}
 	if !busy {

@@ -102,3 +102,32 @@ func TestOutboxClosesAtTheHardBound(t *testing.T) {
 		t.Fatalf("close reason %q, want %q", reason, ReasonSlowConsumer)
 	}
 }
+
+// A connection behind a flood gets its small chunks merged, but a flood's large
+// chunks as they were made: every subscriber's outbox holds the same bytes, not a
+// copy of its own (issue 13, fanout). Nothing is lost or reordered either way.
+func TestOutboxMergesSmallOutputNotAFloodsChunks(t *testing.T) {
+	const ch = "ahp-terminal:/t"
+	o := NewOutbox(OutboxLimits{Bytes: 8 << 20}, nil)
+	o.SetLatency(ch, time.Minute)
+	big := strings.Repeat("x", 40<<10)
+	first, second := dataFrame(ch, big, 1), dataFrame(ch, big, 2)
+	o.Deliver(ch, first)
+	o.Deliver(ch, second)
+	o.Deliver(ch, dataFrame(ch, "a", 3))
+	o.Deliver(ch, dataFrame(ch, "b", 4))
+	o.Send([]byte(`{"jsonrpc":"2.0","id":1,"result":null}`))
+	frames, err := o.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(frames) != 3 {
+		t.Fatalf("got %d frames, want the first chunk, the second with the small ones merged in, then the answer", len(frames))
+	}
+	if &frames[0][0] != &first[0] {
+		t.Error("the first chunk was copied")
+	}
+	if got := string(frames[1]); !strings.Contains(got, `"data":"`+big+`ab"`) || !strings.Contains(got, `"serverSeq":4`) {
+		t.Errorf("second frame %.80s…, want the second chunk then \"ab\", serverSeq 4", got)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/actors/terminal"
+	"github.com/termhost/termhost/integration"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/messages/toolterm"
 	"github.com/termhost/termhost/persistence"
@@ -76,6 +77,9 @@ type Options struct {
 	// sessions is the one session scanner the root's terminals share (set by
 	// WithDefaults, which the root's props call).
 	sessions *pty.SessionScanner
+	// scripts remembers the integration scripts installed, for all the root's
+	// terminals (set by WithDefaults, as sessions is).
+	scripts *integration.Installed
 }
 
 // WithDefaults is o with each zero value replaced by its default, for what must agree
@@ -83,7 +87,7 @@ type Options struct {
 func (o Options) WithDefaults() Options {
 	t := o.terminalConfig(nil).WithDefaults()
 	o.ScrollbackLimit, o.ListTimeout, o.DrainGrace, o.KillGrace = t.ScrollbackLimit, t.ListTimeout, t.DrainGrace, t.KillGrace
-	o.Home, o.Logger, o.sessions = t.Home, t.Logger, t.Sessions
+	o.Home, o.Logger, o.sessions, o.scripts = t.Home, t.Logger, t.Sessions, t.Scripts
 	if o.CommandTimeout <= 0 {
 		o.CommandTimeout = 2 * time.Minute
 	}
@@ -94,7 +98,7 @@ func (o Options) WithDefaults() Options {
 func (o Options) terminalConfig(journal *delivery.Journal) terminal.Config {
 	return terminal.Config{Journal: journal, UsePty: o.UsePty, ScrollbackLimit: o.ScrollbackLimit, ListTimeout: o.ListTimeout,
 		DrainGrace: o.DrainGrace, KillGrace: o.KillGrace, DefaultShell: o.DefaultShell, ZshFolderAsFound: o.ZshFolderAsFound,
-		Home: o.Home, Logger: o.Logger, Sessions: o.sessions}
+		Home: o.Home, Logger: o.Logger, Sessions: o.sessions, Scripts: o.scripts}
 }
 
 // sessionConfig is what the root's sessions are made with.

@@ -5,6 +5,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/actors/channel"
+
 	"github.com/termhost/termhost/messages"
 )
 
@@ -63,8 +65,12 @@ type claimRecord struct {
 // HolderQuery.
 func newClaimProps(initial messages.Claim, root *actor.PID) *actor.Props {
 	rec := &claimRecord{claim: initial}
-	return actor.PropsFromProducer(func() actor.Actor { return &claim{rec: rec, root: root} })
+	return actor.PropsFromProducer(func() actor.Actor { return &claim{rec: rec, root: root} }, actor.WithDispatcher(channel.Inline))
 }
+
+// The claim actor runs on channel.Inline: nothing in its Receive blocks, and a
+// terminal's opening then starts no goroutine for it (its Started runs where the
+// terminal's does), which would take a CPU ahead of the shell's start.
 
 func (c *claim) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {

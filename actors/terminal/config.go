@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/termhost/termhost/actors/delivery"
+	"github.com/termhost/termhost/integration"
 	"github.com/termhost/termhost/pty"
 )
 
@@ -45,6 +46,10 @@ type Config struct {
 	// the host's terminals, so shells ended together share one look at the process
 	// table. Default: a scanner of the terminal's own.
 	Sessions *pty.SessionScanner
+	// Scripts remembers the integration scripts installed and checked, one for all
+	// the host's terminals, so that a terminal's start does not check them again.
+	// Default: one of the terminal's own.
+	Scripts *integration.Installed
 
 	// wrapOutput and wrapInput, set only by this package's tests, stand in front of
 	// a process's output and input, so a test can make the output reader or the
@@ -80,6 +85,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Sessions == nil {
 		c.Sessions = &pty.SessionScanner{}
+	}
+	if c.Scripts == nil {
+		c.Scripts = &integration.Installed{}
 	}
 	return c
 }

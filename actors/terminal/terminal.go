@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -369,10 +370,16 @@ func (t *terminal) start(ctx actor.Context) {
 		t.prepareIntegration(&spec, nonce)
 		t.modes = new(screen.Modes)
 	}
+	// The shell actor is spawned last: its goroutine, which starts the process, is
+	// then the next to run, ahead of anything else this start made runnable.
+	t.claim = ctx.Spawn(newClaimProps(m.Claim, ctx.Parent()))
 	props, input := newShell(t.cfg, spec, dirErr, self, adopted)
 	t.input = input
 	t.shell = ctx.Spawn(props)
-	t.claim = ctx.Spawn(newClaimProps(m.Claim, ctx.Parent()))
+	// The shell actor's goroutine, which forks, is next on this CPU: the goroutine
+	// running this start (the root's) steps aside for it rather than go on to
+	// its next message first.
+	runtime.Gosched()
 }
 
 // ensureScreen makes the headless screen the first time it is needed: a program asked
@@ -443,7 +450,7 @@ func (t *terminal) prepareIntegration(spec *pty.Spec, nonce string) {
 // inject puts our integration with nonce into spec (a shell to sit in); a shell
 // with no script, or whose injection failed, is left to start as it would have.
 func inject(cfg Config, spec *pty.Spec, nonce string) error {
-	inj, ok, err := integration.Inject(spec.Shell, spec.ShellArgs, integration.InjectOptions{Nonce: nonce, ZshFolderAsFound: cfg.ZshFolderAsFound, Environ: append(os.Environ(), spec.Env...)})
+	inj, ok, err := integration.Inject(spec.Shell, spec.ShellArgs, integration.InjectOptions{Nonce: nonce, ZshFolderAsFound: cfg.ZshFolderAsFound, Environ: append(os.Environ(), spec.Env...), Installed: cfg.Scripts})
 	if !ok {
 		return err
 	}
@@ -596,6 +603,12 @@ func (t *terminal) tellWatcher(a *messages.Action) {
 func (t *terminal) broadcast(env *messages.Envelope) {
 	frame := t.journal.Stamp(env)
 	for s := range t.subs {
+		// A sole subscriber may have even a flood's chunk written on this
+		// goroutine (delivery.directAloneBytes).
+		if a, ok := s.(delivery.AloneSubscriber); ok && len(t.subs) == 1 {
+			a.DeliverAlone(t.uri, frame)
+			continue
+		}
 		s.Deliver(t.uri, frame)
 	}
 }

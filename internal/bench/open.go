@@ -260,12 +260,18 @@ func (e *env) dialPipelined(ctx context.Context) (*pipelined, error) {
 func (p *pipelined) close() { _ = p.ws.Close(websocket.StatusNormalClosure, "") }
 
 func (p *pipelined) send(ctx context.Context, method string, params any) (string, error) {
-	p.id++
-	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": p.id, "method": method, "params": params})
+	id, b, err := p.encode(method, params)
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprint(p.id), p.ws.Write(ctx, websocket.MessageText, b)
+	return id, p.ws.Write(ctx, websocket.MessageText, b)
+}
+
+// encode makes the next request's frame and its id.
+func (p *pipelined) encode(method string, params any) (string, []byte, error) {
+	p.id++
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": p.id, "method": method, "params": params})
+	return fmt.Sprint(p.id), b, err
 }
 
 // open times createTerminal, with subscribe sent right behind it, until the shell's
@@ -277,13 +283,22 @@ func (p *pipelined) open(ctx context.Context, uri, command string, args []string
 	if command != "" {
 		params["_meta"] = map[string]any{"x-termhost": map[string]any{"command": command, "args": args}}
 	}
-	start := time.Now()
-	createID, err := p.send(wctx, "createTerminal", params)
+	// Both frames are encoded before the clock starts, as the echo scenario's
+	// keystroke is: how long this client takes to build JSON is not the host's,
+	// and the raw side has nothing like it.
+	createID, create, err := p.encode("createTerminal", params)
 	if err != nil {
 		return 0, err
 	}
-	subID, err := p.send(wctx, "subscribe", map[string]any{"channel": uri})
+	subID, sub, err := p.encode("subscribe", map[string]any{"channel": uri})
 	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := p.ws.Write(wctx, websocket.MessageText, create); err != nil {
+		return 0, err
+	}
+	if err := p.ws.Write(wctx, websocket.MessageText, sub); err != nil {
 		return 0, err
 	}
 	actionPrefix := bytes.TrimSuffix(messages.DataFramePrefix(uri), []byte(`,"action":{"type":"terminal/data","data":"`))
