@@ -101,6 +101,7 @@ func (e Exit) String() string {
 // or directory"), and wraps ErrNoShell or ErrNoDir where one of those is the cause;
 // when Start fails there is no process and no descriptor left open.
 func Start(spec Spec) (Process, error) {
+	restoreChildSignalDefaults()
 	defer func() {
 		for _, f := range spec.ExtraFiles {
 			_ = f.Close()

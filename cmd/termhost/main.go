@@ -210,7 +210,6 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	// the moment it appears must still shut the host down cleanly.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	unignoreForShells()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -398,19 +397,4 @@ func token(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("unknown token verb %q", sub)}
 	}
 	return nil
-}
-
-// unignoreForShells keeps the signals this host was started with ignored from being
-// ignored in every shell it starts: an ignored signal survives exec, and `nohup
-// termhost serve` ignores SIGHUP (a disposed terminal's jobs would then outlive its
-// hang-up until they are killed), while `termhost serve &` in a script ignores SIGQUIT
-// (and SIGINT, which the host catches anyway), so ^\ would reach no program in a
-// terminal. A handler instead of the ignore gives the shells the default; the host
-// itself still drops them, as it was asked to.
-func unignoreForShells() {
-	for _, sig := range []os.Signal{syscall.SIGHUP, syscall.SIGQUIT} {
-		if signal.Ignored(sig) {
-			signal.Notify(make(chan os.Signal, 1), sig) // never read: a full channel drops the signal
-		}
-	}
 }
