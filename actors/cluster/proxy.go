@@ -42,6 +42,9 @@ type proxy struct {
 	// sends is dropped.
 	gen   uint64
 	phase phase
+	// doc is the state of a session's or chat's channel (sessions.go); nil for a
+	// terminal, whose state is state and sb.
+	doc   *doc
 	state messages.TerminalState
 	sb    messages.Scrollback
 	// dataPrefix is how every terminal/data frame of this channel begins, up to its
@@ -83,12 +86,16 @@ type waiter struct {
 	sender *actor.PID
 }
 
-func newProxyProps(uri string, owner *actor.PID, journal *delivery.Journal, limit int) *actor.Props {
+func newProxyProps(uri string, kind channelKind, owner *actor.PID, journal *delivery.Journal, limit int) *actor.Props {
 	if limit <= 0 {
 		limit = 200_000
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &proxy{uri: uri, owner: owner, gw: actor.NewPID(owner.Address, GatewayName), journal: journal, sb: messages.Scrollback{Limit: limit},
+		var d *doc
+		if kind != terminalChannel {
+			d = &doc{kind: kind}
+		}
+		return &proxy{uri: uri, owner: owner, doc: d, gw: actor.NewPID(owner.Address, GatewayName), journal: journal, sb: messages.Scrollback{Limit: limit},
 			dataPrefix: messages.DataFramePrefix(uri), subs: map[delivery.Subscriber]bool{}, keys: map[delivery.Subscriber]uint64{}, byKey: map[uint64]delivery.Subscriber{}}
 	})
 }
@@ -243,6 +250,9 @@ func (p *proxy) subscribe(ctx actor.Context, m *channel.Subscribe) {
 }
 
 func (p *proxy) snapshot() *channel.SubscribeResult {
+	if p.doc != nil {
+		return &channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: p.uri, State: p.doc.state(), FromSeq: p.journal.Current()}}
+	}
 	p.fold()
 	p.sb.Settle(&p.state)
 	return &channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: p.uri, State: p.state.Clone(), FromSeq: p.journal.Current()}, Terminal: p.outlet}
@@ -254,7 +264,13 @@ func (p *proxy) subscribed(m *subscribed) {
 	var state messages.TerminalState
 	err := m.Err
 	if err == nil {
-		if uerr := json.Unmarshal(m.State, &state); uerr != nil {
+		uerr := error(nil)
+		if p.doc != nil {
+			uerr = p.doc.load(m.State)
+		} else {
+			uerr = json.Unmarshal(m.State, &state)
+		}
+		if uerr != nil {
 			err = messages.Errorf(messages.CodeInternalError, "Internal error: reading %s's state from its node: %v", p.uri, uerr)
 		}
 	}
@@ -285,6 +301,9 @@ func (p *proxy) release() {
 	p.system.Root.Send(p.owner, &remoteUnsubscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen})
 	p.phase = idle
 	p.state, p.unfolded = messages.TerminalState{}, nil
+	if p.doc != nil {
+		p.doc.reset()
+	}
 }
 
 // foldAfter is how many escaped bytes of output may wait unfolded: the scrollback's
@@ -298,7 +317,12 @@ const foldAfter = 256 << 10
 func (p *proxy) frame(f []byte) {
 	var action json.RawMessage
 	var origin *messages.Origin
-	if data, raw, ok := p.splitData(f); ok {
+	if p.doc != nil {
+		var ok bool
+		if action, origin, ok = p.doc.fold(f); !ok {
+			return
+		}
+	} else if data, raw, ok := p.splitData(f); ok {
 		if len(p.unfolded) == 0 {
 			p.unfolded = append(p.unfolded, '"')
 		}
@@ -375,7 +399,9 @@ func (p *proxy) nodeLost(ctx actor.Context) {
 	for _, w := range p.waiting {
 		ctx.Send(w.sender, &channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s: its node was lost", p.uri)})
 	}
-	if p.phase == live {
+	// A session or chat has no exit of its own: it leaves the root's session list
+	// (root/sessionRemoved), and its subscribers hear nothing more.
+	if p.phase == live && p.doc == nil {
 		p.fold()
 		a := &messages.Action{Type: messages.TerminalExited, Meta: map[string]any{"reason": "node lost"}}
 		messages.ReduceTerminal(&p.state, a)
