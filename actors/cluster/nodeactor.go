@@ -59,9 +59,9 @@ type node struct {
 	// afterRow are create answers waiting for the row of their terminal to go out.
 	afterRow map[string][]func()
 
-	local     []messages.TerminalInfo
-	chats     []string        // this node's sessions' chats
-	listed    map[string]bool // the URIs of local
+	local  []messages.TerminalInfo
+	chats  []string        // this node's sessions' chats
+	listed map[string]bool // the URIs of local
 	// sessions are this node's sessions' summaries; sessionAt their URIs.
 	sessions  []map[string]any
 	sessionAt map[string]bool
@@ -536,7 +536,7 @@ func (n *node) sendRows(ctx actor.Context) {
 		ctx.Send(p.pid, &rows{Addr: n.m.addr, Instance: n.m.instance, Rows: n.local, Chats: n.chats, Sessions: n.sessions, Load: n.load})
 	}
 	for uri, answers := range n.afterRow {
-		if n.listed[uri] {
+		if n.lists(uri) {
 			delete(n.afterRow, uri)
 			for _, answer := range answers {
 				answer()
