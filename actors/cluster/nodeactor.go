@@ -182,6 +182,12 @@ func (n *node) Receive(ctx actor.Context) {
 		n.toOwner(ctx, msg)
 	case *sessionAnswered:
 		n.sessionAnswered(ctx, msg)
+	case *session.ClientLeft:
+		n.tellPresence(ctx, &presence{ClientID: msg.ClientID, Left: true})
+	case *session.ClientBack:
+		n.tellPresence(ctx, &presence{ClientID: msg.ClientID})
+	case *presence:
+		n.heardPresence(ctx, msg)
 
 	// Owner side: another node's proxy acting here.
 	case *remoteSubscribe:

@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 
 	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/messages"
@@ -57,10 +58,18 @@ type sessionResult struct {
 	Chat string          `json:"chat,omitempty"`
 }
 
+// presence is a client's last connection to a node gone (Left), or one back: every
+// node's sessions hear of it, since the client may be active in any of them.
+type presence struct {
+	ClientID string `json:"clientId"`
+	Left     bool   `json:"left,omitempty"`
+}
+
 // Kinds of the sessions' messages, apart from wire.go's so either list grows alone.
 const (
 	kindSessionRequest byte = 96 + iota
 	kindSessionResult
+	kindPresence
 )
 
 // sessionMessage is an empty message of a sessions kind, or nil for another kind.
@@ -70,6 +79,8 @@ func sessionMessage(kind byte) any {
 		return &sessionRequest{}
 	case kindSessionResult:
 		return &sessionResult{}
+	case kindPresence:
+		return &presence{}
 	}
 	return nil
 }
@@ -79,6 +90,23 @@ func (m *sessionRequest) Serialize() (remote.RootSerialized, error) {
 }
 func (m *sessionResult) Serialize() (remote.RootSerialized, error) {
 	return pack(kindSessionResult, m)
+}
+func (m *presence) Serialize() (remote.RootSerialized, error) { return pack(kindPresence, m) }
+
+// tellPresence tells every other node of a client of this one coming or going.
+func (n *node) tellPresence(ctx actor.Context, p *presence) {
+	for _, peer := range n.peers {
+		ctx.Send(peer.pid, p)
+	}
+}
+
+// heardPresence hands another node's client's coming or going to this node's sessions.
+func (n *node) heardPresence(ctx actor.Context, p *presence) {
+	var msg any = &session.ClientBack{ClientID: p.ClientID}
+	if p.Left {
+		msg = &session.ClientLeft{ClientID: p.ClientID}
+	}
+	ctx.Send(n.root, &root.RemotePresence{Msg: msg})
 }
 
 // sessionAnswered is an owner's answer to a session request, back on the caller.

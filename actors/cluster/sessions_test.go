@@ -25,6 +25,7 @@ func TestSessionMessagesRoundTrip(t *testing.T) {
 		&sessionResult{Err: messages.Errorf(messages.CodePermissionDenied, "no")},
 		&rows{Addr: "b:1", Instance: "i", Chats: []string{"ahp-session:/s/chat"}, Sessions: []map[string]any{summary}},
 		&hello{Addr: "b:1", Instance: "i", Name: "b", Sessions: []map[string]any{summary}},
+		&presence{ClientID: "ca", Left: true},
 	} {
 		out, err := m.Serialize()
 		if err != nil {

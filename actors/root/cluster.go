@@ -41,6 +41,10 @@ type RemoteRows struct {
 	Sessions []map[string]any
 }
 
+// RemotePresence is a client's coming or going on another node (a *session.ClientLeft
+// or *session.ClientBack there), for this node's sessions.
+type RemotePresence struct{ Msg any }
+
 // ResendRows asks the root to send the node actor its rows and chats again: the node
 // actor starts after the root, and what the root said before that went nowhere.
 type ResendRows struct{}

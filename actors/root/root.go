@@ -340,9 +340,18 @@ func (h *rootActor) registry(ctx actor.Context) {
 	case *channel.Dispatch:
 		h.dispatch(ctx, m)
 	case *session.ClientLeft, *session.ClientBack:
-		// Presence is each session's: every session hears of a client's coming and going.
+		// Presence is each session's: every session hears of a client's coming and going,
+		// on every node of a cluster (a client of this node may be active in a session
+		// of another).
 		for _, pid := range h.sessions {
 			ctx.Send(pid, m)
+		}
+		if h.clustered() {
+			ctx.Send(h.opts.Cluster, m)
+		}
+	case *RemotePresence:
+		for _, pid := range h.sessions {
+			ctx.Send(pid, m.Msg)
 		}
 	case *session.CreateChat:
 		h.createChat(ctx, m)

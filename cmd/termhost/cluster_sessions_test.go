@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/termhost/termhost/internal/client"
+	"github.com/termhost/termhost/messages"
 )
 
 // Sessions across nodes: a session is placed on a node and runs its commands there,
@@ -141,6 +142,16 @@ func runClusterSessions(t *testing.T, provider func(slot int) []string) {
 	}
 	if !strings.Contains(string(sessSnap.State), chat) {
 		t.Fatalf("node c's snapshot of %s does not name its chat: %s", far, sessSnap.State)
+	}
+	// node c's client says it is active in the session: the session, on node b, has it.
+	sess := &stream{t: t, c: cc, uri: far}
+	_ = cc.Dispatch(ctx, far, 3, map[string]any{"type": messages.SessionActiveClientSet, "activeClient": map[string]any{"clientId": "cc", "tools": []any{}}})
+	// (The session may say other things first: its chat's summary after the turn.)
+	if e := sess.until(ctx, "the presence", func(e *client.Envelope) bool { return e.Type == messages.SessionActiveClientSet }); e.RejectionReason != "" || e.Origin == nil || e.Origin.ClientID != "cc" {
+		t.Fatalf("node c's presence in %s: %+v %s", far, e, e.Action)
+	}
+	if onB, err := cb.Subscribe(ctx, far); err != nil || !strings.Contains(string(onB.State), `"cc"`) {
+		t.Fatalf("the session on node b has not node c's client active: %v %s", err, onB.State)
 	}
 
 	// A turn started from node c and cancelled from node c.
