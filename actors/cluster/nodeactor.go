@@ -180,8 +180,6 @@ func (n *node) Receive(ctx actor.Context) {
 		n.placeSession(ctx, msg)
 	case *session.Dispose, *session.CreateChat, *session.DisposeChat, *session.StopBackgroundWork:
 		n.toOwner(ctx, msg)
-	case *sessionAnswered:
-		n.sessionAnswered(ctx, msg)
 	case *session.ClientLeft:
 		n.tellPresence(ctx, &presence{ClientID: msg.ClientID, Left: true})
 	case *session.ClientBack:
@@ -431,17 +429,23 @@ func (n *node) place(ctx actor.Context, m *terminal.Create) {
 		return
 	}
 	target.placed++
-	rc := &remoteCreate{URI: m.URI, Claim: m.Claim, Name: m.Name, Cwd: m.Cwd, Cols: m.Cols, Rows: m.Rows, Spec: wireSpec(m.Spec), Who: carry(m.By)}
-	f := ctx.RequestFuture(target.pid, rc, channel.RequestTimeout)
+	n.askAfterRows(ctx, target, &remoteCreate{URI: m.URI, Claim: m.Claim, Name: m.Name, Cwd: m.Cwd, Cols: m.Cols, Rows: m.Rows, Spec: wireSpec(m.Spec), Who: carry(m.By)})
+}
+
+// askAfterRows sends a create (or a session request) to the node p and answers the
+// client's request with p's answer, after whatever p sent before it.
+func (n *node) askAfterRows(ctx actor.Context, p *peer, req any) {
+	f := ctx.RequestFuture(p.pid, req, channel.RequestTimeout)
 	// Not ReenterAfter: its continuation is a system message, handled before the user
 	// messages already waiting, and the owner's rows that list the new terminal, sent
 	// just before its answer on the same stream, are waiting (see gatewayCreate). The
 	// client would hear of its terminal before this node knew where it is, and its
 	// subscribe would find nothing. A message of its own goes after them.
-	self, system, sender, name := ctx.Self(), ctx.ActorSystem(), ctx.Sender(), target.name
+	self, system, sender, name := ctx.Self(), ctx.ActorSystem(), ctx.Sender(), p.name
+	_, isSession := req.(*sessionRequest)
 	go func() {
 		res, err := f.Result()
-		system.Root.Send(self, &placed{sender: sender, node: name, res: res, err: err})
+		system.Root.Send(self, &placed{sender: sender, node: name, session: isSession, res: res, err: err})
 	}()
 }
 
@@ -476,21 +480,34 @@ func (n *node) pick(name string) (*peer, *messages.Error) {
 	return target, nil
 }
 
-// placed is the owner's answer to a create placed there, for the client that asked.
+// placed is the owner's answer to a create placed there (or a session request, when
+// session is set), for the client that asked.
 type placed struct {
-	sender *actor.PID
-	node   string
-	res    any
-	err    error
+	sender  *actor.PID
+	node    string
+	session bool
+	res     any
+	err     error
 }
 
 func (n *node) placedAnswer(ctx actor.Context, m *placed) {
-	r, ok := Decode(m.res).(*createResult)
-	if m.err != nil || !ok {
-		ctx.Send(m.sender, &terminal.CreateResult{Err: messages.Errorf(messages.CodeInternalError, "Internal error: node %s did not answer the create in time", m.node)})
-		return
+	var res any = Decode(m.res)
+	if m.err != nil {
+		res = nil
 	}
-	ctx.Send(m.sender, &terminal.CreateResult{Err: r.Err, IsPty: r.IsPty, Detection: r.Detection})
+	switch r := res.(type) {
+	case *createResult:
+		ctx.Send(m.sender, &terminal.CreateResult{Err: r.Err, IsPty: r.IsPty, Detection: r.Detection})
+	case *sessionResult:
+		ctx.Send(m.sender, &session.Result{Err: r.Err, Chat: r.Chat})
+	default:
+		err := messages.Errorf(messages.CodeInternalError, "Internal error: node %s did not answer in time", m.node)
+		if m.session {
+			ctx.Send(m.sender, &session.Result{Err: err})
+		} else {
+			ctx.Send(m.sender, &terminal.CreateResult{Err: err})
+		}
+	}
 }
 
 func (n *node) nodeNames() []string {

@@ -416,17 +416,26 @@ func (p *proxy) nodeLost(ctx actor.Context) {
 
 // readFrame reads the envelope of an action frame and its action.
 func readFrame(f []byte) (*messages.Envelope, *messages.Action, bool) {
-	raw := messages.EnvelopeOfFrame(f)
-	if raw == nil {
-		return nil, nil, false
-	}
-	var env messages.Envelope
-	if json.Unmarshal(raw, &env) != nil {
+	env, ok := readEnvelope(f)
+	if !ok {
 		return nil, nil, false
 	}
 	var a messages.Action
 	if json.Unmarshal(env.Action, &a) != nil {
 		return nil, nil, false
 	}
-	return &env, &a, true
+	return env, &a, true
+}
+
+// readEnvelope reads the envelope of an action frame.
+func readEnvelope(f []byte) (*messages.Envelope, bool) {
+	raw := messages.EnvelopeOfFrame(f)
+	if raw == nil {
+		return nil, false
+	}
+	var env messages.Envelope
+	if json.Unmarshal(raw, &env) != nil {
+		return nil, false
+	}
+	return &env, true
 }

@@ -109,14 +109,6 @@ func (n *node) heardPresence(ctx actor.Context, p *presence) {
 	ctx.Send(n.root, &root.RemotePresence{Msg: msg})
 }
 
-// sessionAnswered is an owner's answer to a session request, back on the caller.
-type sessionAnswered struct {
-	sender *actor.PID
-	node   string
-	res    any
-	err    error
-}
-
 // requestOf is the wire form of a session request the root handed this node actor.
 func requestOf(msg any) (*sessionRequest, bool) {
 	switch m := msg.(type) {
@@ -150,7 +142,7 @@ func (n *node) placeSession(ctx actor.Context, m *session.Create) {
 	}
 	target.placed++
 	req, _ := requestOf(m)
-	n.askOwner(ctx, target, req)
+	n.askAfterRows(ctx, target, req)
 }
 
 // toOwner sends a request about a session another node holds to that node.
@@ -161,29 +153,9 @@ func (n *node) toOwner(ctx actor.Context, msg any) {
 		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeSessionNotFound, "No session %s on this host", req.URI)})
 		return
 	}
-	n.askOwner(ctx, p, req)
-}
-
-// askOwner sends req to p and answers the client's request with p's answer. As a
-// placed terminal's answer does (see place), the answer goes through this actor's
-// mailbox after the rows p sent before it: its client may subscribe to the session
-// at once, and must find it listed.
-func (n *node) askOwner(ctx actor.Context, p *peer, req *sessionRequest) {
-	f := ctx.RequestFuture(p.pid, req, channel.RequestTimeout)
-	self, system, sender, name := ctx.Self(), ctx.ActorSystem(), ctx.Sender(), p.name
-	go func() {
-		res, err := f.Result()
-		system.Root.Send(self, &sessionAnswered{sender: sender, node: name, res: res, err: err})
-	}()
-}
-
-func (n *node) sessionAnswered(ctx actor.Context, m *sessionAnswered) {
-	r, ok := Decode(m.res).(*sessionResult)
-	if m.err != nil || !ok {
-		ctx.Send(m.sender, &session.Result{Err: messages.Errorf(messages.CodeInternalError, "Internal error: node %s did not answer in time", m.node)})
-		return
-	}
-	ctx.Send(m.sender, &session.Result{Err: r.Err, Chat: r.Chat})
+	// Its answer too comes after the rows the owner sent before it: a chat made there
+	// is listed here by the time its client hears of it.
+	n.askAfterRows(ctx, p, req)
 }
 
 // gatewaySession acts out here a session request of another node's client, checked
@@ -312,12 +284,8 @@ func (d *doc) state() any {
 // fold folds one frame from the owner and returns its action and origin, to be
 // stamped here; false for a frame that is no action.
 func (d *doc) fold(f []byte) (json.RawMessage, *messages.Origin, bool) {
-	raw := messages.EnvelopeOfFrame(f)
-	if raw == nil {
-		return nil, nil, false
-	}
-	var env messages.Envelope
-	if json.Unmarshal(raw, &env) != nil {
+	env, ok := readEnvelope(f)
+	if !ok {
 		return nil, nil, false
 	}
 	var a map[string]any

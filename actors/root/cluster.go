@@ -71,7 +71,7 @@ const NodeMeta = "node"
 func (h *rootActor) clustered() bool { return h.opts.Cluster != nil }
 
 // toCluster forwards the message being handled to the node actor when uri is a
-// terminal another node owns, and reports whether it did.
+// terminal, a session or a chat another node holds, and reports whether it did.
 func (h *rootActor) toCluster(ctx actor.Context, uri string) bool {
 	if _, remote := h.remoteURIs[uri]; !remote && !h.remoteChat(uri) && !h.remoteSession(uri) {
 		return false
