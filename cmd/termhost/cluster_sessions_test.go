@@ -97,6 +97,16 @@ func runClusterSessions(t *testing.T, provider func(slot int) []string) {
 		}
 		last = e.ServerSeq
 	}
+	// The turn titled the session: node c's root says so, and lists it so, as node b does.
+	for {
+		changes, _ := waitCatalog(t, ctx, rootC, "root/sessionSummaryChanged", far)["changes"].(map[string]any)
+		if _, titled := changes["title"]; titled {
+			break
+		}
+	}
+	if onB, onC := sessionTitles(t, ctx, b.dial(ctx, "lister-b"))[far], sessionTitles(t, ctx, rootC)[far]; onB == "" || onB != onC {
+		t.Fatalf("%s is titled %q on node b and %q on node c", far, onB, onC)
+	}
 	ta := a.dial(ctx, "ta")
 	if st, _, _ := subscribeStream(t, ctx, ta, term); !strings.Contains(st.Text(), "hi-9") {
 		t.Fatalf("the command's terminal %s from node a: %q", term, st.Text())
@@ -265,6 +275,26 @@ func waitCatalog(t *testing.T, ctx context.Context, c *client.Conn, method, sess
 			t.Fatalf("%s of %s never came", method, session)
 		}
 	}
+}
+
+// sessionTitles is listSessions on c, as session URI → its title.
+func sessionTitles(t *testing.T, ctx context.Context, c *client.Conn) map[string]string {
+	t.Helper()
+	raw, err := c.Request(ctx, "listSessions", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Items []struct{ Resource, Title string }
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("listSessions: %s", raw)
+	}
+	out := map[string]string{}
+	for _, s := range r.Items {
+		out[s.Resource] = s.Title
+	}
+	return out
 }
 
 // summaryNode is the node a session summary names in _meta.node.
