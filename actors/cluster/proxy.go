@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -74,6 +75,13 @@ type proxy struct {
 
 type phase int
 
+// subscribeLapsed is the deadline of subscription gen on the owner.
+type subscribeLapsed struct{ gen uint64 }
+
+// subscribeDeadline is how long a proxy waits for the owner's answer to a subscribe:
+// well within the client's own wait (channel.RequestTimeout), so the client is told.
+const subscribeDeadline = channel.RequestTimeout / 3
+
 const (
 	idle phase = iota
 	subscribing
@@ -141,6 +149,16 @@ func (p *proxy) Receive(ctx actor.Context) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.nodeLost(ctx)
+	case *subscribeLapsed:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.phase == subscribing && m.gen == p.gen {
+			// The subscribe or its answer was lost on the way (a node's remote drops
+			// what it sends while its link to a restarted node is made again): the
+			// subscribers hear so, and the next subscribe asks again.
+			p.system.Root.Send(p.owner, &remoteUnsubscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen})
+			p.subscribed(&subscribed{Gen: p.gen, Err: messages.Errorf(messages.CodeInternalError, "Internal error: the node of %s did not answer in time", p.uri)})
+		}
 	case *actor.Stopping:
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -246,6 +264,8 @@ func (p *proxy) subscribe(ctx actor.Context, m *channel.Subscribe) {
 		p.phase = subscribing
 		p.hold(true, false)
 		p.system.Root.Send(p.owner, &remoteSubscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen})
+		self, system, gen := p.self, p.system, p.gen
+		time.AfterFunc(subscribeDeadline, func() { system.Root.Send(self, &subscribeLapsed{gen: gen}) })
 	}
 }
 
