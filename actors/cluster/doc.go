@@ -34,6 +34,11 @@
 // every list, and every subscriber of one of its terminals is sent terminal/exited
 // with no code and _meta.reason "node lost".
 //
+// Sessions are placed on a node as terminals are, and run their terminals and agent
+// there; each node tells the others its sessions' summaries with its rows, and a
+// session's or chat's channel is reached from another node through the same proxy,
+// folded with the session's or chat's own reducer (sessions.go).
+//
 // Users and grants are the cluster's: a users actor on each node sends the others its
 // copy of the users file and merges theirs (users.go).
 package cluster

@@ -14,9 +14,9 @@ import (
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/root"
+	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/messages"
-	"github.com/termhost/termhost/messages/toolterm"
 )
 
 // peer is another node, as this one knows it.
@@ -25,6 +25,7 @@ type peer struct {
 	pid                  *actor.PID
 	rows                 []messages.TerminalInfo
 	chats                []string
+	sessions             []map[string]any
 	load                 Load
 	// placed counts the terminals this node placed there since its last rows, so a
 	// burst of creates spreads instead of all going to the node that looked least
@@ -58,9 +59,12 @@ type node struct {
 	// afterRow are create answers waiting for the row of their terminal to go out.
 	afterRow map[string][]func()
 
-	local     []messages.TerminalInfo
-	chats     []string        // this node's sessions' chats
-	listed    map[string]bool // the URIs of local
+	local  []messages.TerminalInfo
+	chats  []string        // this node's sessions' chats
+	listed map[string]bool // the URIs of local
+	// sessions are this node's sessions' summaries; sessionAt their URIs.
+	sessions  []map[string]any
+	sessionAt map[string]bool
 	load      Load
 	loadTimer *time.Timer
 	// The rows go to the peers at most once per rowsWindow: rowsSent is when they
@@ -136,7 +140,7 @@ func (n *node) Receive(ctx actor.Context) {
 		n.hello(ctx, msg)
 	case *rows:
 		if p := n.known(ctx, msg.Addr, msg.Instance); p != nil {
-			p.rows, p.chats, p.load, p.placed = msg.Rows, msg.Chats, msg.Load, 0
+			p.rows, p.chats, p.sessions, p.load, p.placed = msg.Rows, msg.Chats, msg.Sessions, msg.Load, 0
 			n.publish(ctx, p)
 		}
 	case *loadReport:
@@ -145,6 +149,7 @@ func (n *node) Receive(ctx actor.Context) {
 		}
 	case *root.LocalRows:
 		n.local, n.chats = msg.Rows, msg.Chats
+		n.localSessions(msg.Sessions)
 		n.listed = make(map[string]bool, len(msg.Rows))
 		for _, r := range msg.Rows {
 			n.listed[r.Resource] = true
@@ -171,6 +176,16 @@ func (n *node) Receive(ctx actor.Context) {
 		n.place(ctx, msg)
 	case *placed:
 		n.placedAnswer(ctx, msg)
+	case *session.Create:
+		n.placeSession(ctx, msg)
+	case *session.Dispose, *session.CreateChat, *session.DisposeChat, *session.StopBackgroundWork:
+		n.toOwner(ctx, msg)
+	case *session.ClientLeft:
+		n.tellPresence(ctx, &presence{ClientID: msg.ClientID, Left: true})
+	case *session.ClientBack:
+		n.tellPresence(ctx, &presence{ClientID: msg.ClientID})
+	case *presence:
+		n.heardPresence(ctx, msg)
 
 	// Owner side: another node's proxy acting here.
 	case *remoteSubscribe:
@@ -191,6 +206,8 @@ func (n *node) Receive(ctx actor.Context) {
 		n.gatewayCreate(ctx, msg)
 	case *remoteDispose:
 		n.gatewayDispose(ctx, msg)
+	case *sessionRequest:
+		n.gatewaySession(ctx, msg)
 	case *ping:
 		ctx.Respond(&pong{})
 	case *actor.Terminated:
@@ -236,7 +253,7 @@ func (n *node) topology(ctx actor.Context, members []*pcluster.Member) {
 
 func (n *node) greet(ctx actor.Context, addr string, reply bool) {
 	n.m.opts.Logger.Debug("greeting a node", "addr", addr, "reply", reply)
-	ctx.Send(actor.NewPID(addr, NodeName), &hello{Addr: n.m.addr, Instance: n.m.instance, Name: n.m.opts.Name, Rows: n.local, Chats: n.chats, Load: n.load, Reply: reply})
+	ctx.Send(actor.NewPID(addr, NodeName), &hello{Addr: n.m.addr, Instance: n.m.instance, Name: n.m.opts.Name, Rows: n.local, Chats: n.chats, Sessions: n.sessions, Load: n.load, Reply: reply})
 	if !reply {
 		self, system := ctx.Self(), ctx.ActorSystem()
 		time.AfterFunc(greetDeadline, func() { system.Root.Send(self, &unanswered{addr: addr}) })
@@ -272,7 +289,7 @@ func (n *node) hello(ctx actor.Context, h *hello) {
 		n.peers[h.Addr] = p
 		n.m.opts.Logger.Info("a node joined", "node", h.Name, "addr", h.Addr)
 	}
-	p.name, p.rows, p.chats, p.load, p.placed = h.Name, h.Rows, h.Chats, h.Load, 0
+	p.name, p.rows, p.chats, p.sessions, p.load, p.placed = h.Name, h.Rows, h.Chats, h.Sessions, h.Load, 0
 	n.publish(ctx, p)
 	switch {
 	case !h.Reply:
@@ -287,7 +304,7 @@ func (n *node) hello(ctx actor.Context, h *hello) {
 		// The answer to this node's own hello. What this node lists may have changed
 		// since that hello went out, while the peer was not yet known here to be told
 		// (a restarted node restores its sessions' chats just then): tell it now.
-		ctx.Send(p.pid, &rows{Addr: n.m.addr, Instance: n.m.instance, Rows: n.local, Chats: n.chats, Load: n.load})
+		ctx.Send(p.pid, &rows{Addr: n.m.addr, Instance: n.m.instance, Rows: n.local, Chats: n.chats, Sessions: n.sessions, Load: n.load})
 	}
 }
 
@@ -318,7 +335,16 @@ func (n *node) publish(ctx actor.Context, p *peer) {
 			}
 		}
 	}
-	ctx.Send(n.root, &root.RemoteRows{Source: p.addr, Rows: slices.Clone(p.rows), Chats: slices.Clone(p.chats)})
+	// So with a session or chat no node holds any more.
+	for uri, pid := range n.proxies {
+		if _, known := n.owner[uri]; !known {
+			if holder, _ := n.channelOwner(uri); holder == nil {
+				delete(n.proxies, uri)
+				ctx.Stop(pid)
+			}
+		}
+	}
+	ctx.Send(n.root, &root.RemoteRows{Source: p.addr, Rows: slices.Clone(p.rows), Chats: slices.Clone(p.chats), Sessions: slices.Clone(p.sessions)})
 }
 
 // lost takes a node that went off every list here: its terminals exit for their
@@ -336,7 +362,7 @@ func (n *node) lost(ctx actor.Context, p *peer, why string) {
 		}
 	}
 	for uri, pid := range n.proxies {
-		if n.chatOwner(uri) == p {
+		if holder, _ := n.channelOwner(uri); holder == p {
 			delete(n.proxies, uri)
 			ctx.Send(pid, &nodeLost{})
 		}
@@ -357,14 +383,14 @@ func (n *node) lost(ctx actor.Context, p *peer, why string) {
 func (n *node) toProxy(ctx actor.Context, uri string) bool {
 	pid := n.proxies[uri]
 	if pid == nil {
-		p := n.peers[n.owner[uri]]
+		p, kind := n.peers[n.owner[uri]], terminalChannel
 		if p == nil {
-			p = n.chatOwner(uri)
+			p, kind = n.channelOwner(uri)
 		}
 		if p == nil {
 			return false
 		}
-		pid = ctx.Spawn(newProxyProps(uri, p.pid, n.journal, n.m.opts.ScrollbackLimit))
+		pid = ctx.Spawn(newProxyProps(uri, kind, p.pid, n.journal, n.m.opts.ScrollbackLimit))
 		ctx.Watch(pid)
 		n.proxies[uri] = pid
 	}
@@ -390,18 +416,54 @@ func (n *node) dispose(ctx actor.Context, m *terminal.Dispose) {
 // place puts a client's new terminal on the node it names, else on the least loaded
 // node: fewest terminals, then the lowest load average.
 func (n *node) place(ctx actor.Context, m *terminal.Create) {
+	target, err := n.pick(m.Node)
+	if err != nil {
+		ctx.Respond(&terminal.CreateResult{Err: err})
+		return
+	}
+	if target == nil {
+		local := *m
+		local.Node = n.m.opts.Name
+		n.load.Terminals++ // until the root's rows say so
+		ctx.RequestWithCustomSender(n.root, &local, ctx.Sender())
+		return
+	}
+	target.placed++
+	n.askAfterRows(ctx, target, &remoteCreate{URI: m.URI, Claim: m.Claim, Name: m.Name, Cwd: m.Cwd, Cols: m.Cols, Rows: m.Rows, Spec: wireSpec(m.Spec), Who: carry(m.By)})
+}
+
+// askAfterRows sends a create (or a session request) to the node p and answers the
+// client's request with p's answer, after whatever p sent before it.
+func (n *node) askAfterRows(ctx actor.Context, p *peer, req any) {
+	f := ctx.RequestFuture(p.pid, req, channel.RequestTimeout)
+	// Not ReenterAfter: its continuation is a system message, handled before the user
+	// messages already waiting, and the owner's rows that list the new terminal, sent
+	// just before its answer on the same stream, are waiting (see gatewayCreate). The
+	// client would hear of its terminal before this node knew where it is, and its
+	// subscribe would find nothing. A message of its own goes after them.
+	self, system, sender, name := ctx.Self(), ctx.ActorSystem(), ctx.Sender(), p.name
+	_, isSession := req.(*sessionRequest)
+	go func() {
+		res, err := f.Result()
+		system.Root.Send(self, &placed{sender: sender, node: name, session: isSession, res: res, err: err})
+	}()
+}
+
+// pick is the peer a new terminal or session goes to: the node named, else the least
+// loaded (fewest terminals, then the lowest load average, never a draining one); nil
+// for this node.
+func (n *node) pick(name string) (*peer, *messages.Error) {
 	var target *peer
 	switch {
-	case m.Node == n.m.opts.Name:
-	case m.Node != "":
+	case name == n.m.opts.Name:
+	case name != "":
 		for _, p := range n.peers {
-			if p.name == m.Node {
+			if p.name == name {
 				target = p
 			}
 		}
 		if target == nil {
-			ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeInvalidParams, "Invalid params: no node %q in this cluster; the nodes are %s", m.Node, strings.Join(n.nodeNames(), ", "))})
-			return
+			return nil, messages.Errorf(messages.CodeInvalidParams, "Invalid params: no node %q in this cluster; the nodes are %s", name, strings.Join(n.nodeNames(), ", "))
 		}
 	default:
 		best := n.load
@@ -415,43 +477,37 @@ func (n *node) place(ctx actor.Context, m *terminal.Create) {
 			}
 		}
 	}
-	if target == nil {
-		local := *m
-		local.Node = n.m.opts.Name
-		n.load.Terminals++ // until the root's rows say so
-		ctx.RequestWithCustomSender(n.root, &local, ctx.Sender())
-		return
-	}
-	target.placed++
-	rc := &remoteCreate{URI: m.URI, Claim: m.Claim, Name: m.Name, Cwd: m.Cwd, Cols: m.Cols, Rows: m.Rows, Spec: wireSpec(m.Spec), Who: carry(m.By)}
-	f := ctx.RequestFuture(target.pid, rc, channel.RequestTimeout)
-	// Not ReenterAfter: its continuation is a system message, handled before the user
-	// messages already waiting, and the owner's rows that list the new terminal, sent
-	// just before its answer on the same stream, are waiting (see gatewayCreate). The
-	// client would hear of its terminal before this node knew where it is, and its
-	// subscribe would find nothing. A message of its own goes after them.
-	self, system, sender, name := ctx.Self(), ctx.ActorSystem(), ctx.Sender(), target.name
-	go func() {
-		res, err := f.Result()
-		system.Root.Send(self, &placed{sender: sender, node: name, res: res, err: err})
-	}()
+	return target, nil
 }
 
-// placed is the owner's answer to a create placed there, for the client that asked.
+// placed is the owner's answer to a create placed there (or a session request, when
+// session is set), for the client that asked.
 type placed struct {
-	sender *actor.PID
-	node   string
-	res    any
-	err    error
+	sender  *actor.PID
+	node    string
+	session bool
+	res     any
+	err     error
 }
 
 func (n *node) placedAnswer(ctx actor.Context, m *placed) {
-	r, ok := Decode(m.res).(*createResult)
-	if m.err != nil || !ok {
-		ctx.Send(m.sender, &terminal.CreateResult{Err: messages.Errorf(messages.CodeInternalError, "Internal error: node %s did not answer the create in time", m.node)})
-		return
+	var res any = Decode(m.res)
+	if m.err != nil {
+		res = nil
 	}
-	ctx.Send(m.sender, &terminal.CreateResult{Err: r.Err, IsPty: r.IsPty, Detection: r.Detection})
+	switch r := res.(type) {
+	case *createResult:
+		ctx.Send(m.sender, &terminal.CreateResult{Err: r.Err, IsPty: r.IsPty, Detection: r.Detection})
+	case *sessionResult:
+		ctx.Send(m.sender, &session.Result{Err: r.Err, Chat: r.Chat})
+	default:
+		err := messages.Errorf(messages.CodeInternalError, "Internal error: node %s did not answer in time", m.node)
+		if m.session {
+			ctx.Send(m.sender, &session.Result{Err: err})
+		} else {
+			ctx.Send(m.sender, &terminal.CreateResult{Err: err})
+		}
+	}
 }
 
 func (n *node) nodeNames() []string {
@@ -500,29 +556,14 @@ func (n *node) sendRows(ctx actor.Context) {
 	}
 	n.rowsSent = time.Now()
 	for _, p := range n.peers {
-		ctx.Send(p.pid, &rows{Addr: n.m.addr, Instance: n.m.instance, Rows: n.local, Chats: n.chats, Load: n.load})
+		ctx.Send(p.pid, &rows{Addr: n.m.addr, Instance: n.m.instance, Rows: n.local, Chats: n.chats, Sessions: n.sessions, Load: n.load})
 	}
 	for uri, answers := range n.afterRow {
-		if n.listed[uri] {
+		if n.lists(uri) {
 			delete(n.afterRow, uri)
 			for _, answer := range answers {
 				answer()
 			}
 		}
 	}
-}
-
-// chatOwner is the peer holding the chat a command terminal's URI names, or nil: such
-// a terminal, retained after its command or live, is that node's.
-func (n *node) chatOwner(uri string) *peer {
-	chat, _, ok := toolterm.Parse(uri)
-	if !ok {
-		return nil
-	}
-	for _, p := range n.peers {
-		if slices.Contains(p.chats, chat) {
-			return p
-		}
-	}
-	return nil
 }

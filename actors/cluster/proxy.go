@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -42,6 +43,9 @@ type proxy struct {
 	// sends is dropped.
 	gen   uint64
 	phase phase
+	// doc is the state of a session's or chat's channel (sessions.go); nil for a
+	// terminal, whose state is state and sb.
+	doc   *doc
 	state messages.TerminalState
 	sb    messages.Scrollback
 	// dataPrefix is how every terminal/data frame of this channel begins, up to its
@@ -71,6 +75,13 @@ type proxy struct {
 
 type phase int
 
+// subscribeLapsed is the deadline of subscription gen on the owner.
+type subscribeLapsed struct{ gen uint64 }
+
+// subscribeDeadline is how long a proxy waits for the owner's answer to a subscribe:
+// well within the client's own wait (channel.RequestTimeout), so the client is told.
+const subscribeDeadline = channel.RequestTimeout / 3
+
 const (
 	idle phase = iota
 	subscribing
@@ -83,12 +94,16 @@ type waiter struct {
 	sender *actor.PID
 }
 
-func newProxyProps(uri string, owner *actor.PID, journal *delivery.Journal, limit int) *actor.Props {
+func newProxyProps(uri string, kind channelKind, owner *actor.PID, journal *delivery.Journal, limit int) *actor.Props {
 	if limit <= 0 {
 		limit = 200_000
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &proxy{uri: uri, owner: owner, gw: actor.NewPID(owner.Address, GatewayName), journal: journal, sb: messages.Scrollback{Limit: limit},
+		var d *doc
+		if kind != terminalChannel {
+			d = &doc{kind: kind}
+		}
+		return &proxy{uri: uri, owner: owner, doc: d, gw: actor.NewPID(owner.Address, GatewayName), journal: journal, sb: messages.Scrollback{Limit: limit},
 			dataPrefix: messages.DataFramePrefix(uri), subs: map[delivery.Subscriber]bool{}, keys: map[delivery.Subscriber]uint64{}, byKey: map[uint64]delivery.Subscriber{}}
 	})
 }
@@ -134,6 +149,16 @@ func (p *proxy) Receive(ctx actor.Context) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.nodeLost(ctx)
+	case *subscribeLapsed:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.phase == subscribing && m.gen == p.gen {
+			// The subscribe or its answer was lost on the way (a node's remote drops
+			// what it sends while its link to a restarted node is made again): the
+			// subscribers hear so, and the next subscribe asks again.
+			p.system.Root.Send(p.owner, &remoteUnsubscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen})
+			p.subscribed(&subscribed{Gen: p.gen, Err: messages.Errorf(messages.CodeInternalError, "Internal error: the node of %s did not answer in time", p.uri)})
+		}
 	case *actor.Stopping:
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -239,10 +264,15 @@ func (p *proxy) subscribe(ctx actor.Context, m *channel.Subscribe) {
 		p.phase = subscribing
 		p.hold(true, false)
 		p.system.Root.Send(p.owner, &remoteSubscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen})
+		self, system, gen := p.self, p.system, p.gen
+		time.AfterFunc(subscribeDeadline, func() { system.Root.Send(self, &subscribeLapsed{gen: gen}) })
 	}
 }
 
 func (p *proxy) snapshot() *channel.SubscribeResult {
+	if p.doc != nil {
+		return &channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: p.uri, State: p.doc.state(), FromSeq: p.journal.Current()}}
+	}
 	p.fold()
 	p.sb.Settle(&p.state)
 	return &channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: p.uri, State: p.state.Clone(), FromSeq: p.journal.Current()}, Terminal: p.outlet}
@@ -254,7 +284,13 @@ func (p *proxy) subscribed(m *subscribed) {
 	var state messages.TerminalState
 	err := m.Err
 	if err == nil {
-		if uerr := json.Unmarshal(m.State, &state); uerr != nil {
+		uerr := error(nil)
+		if p.doc != nil {
+			uerr = p.doc.load(m.State)
+		} else {
+			uerr = json.Unmarshal(m.State, &state)
+		}
+		if uerr != nil {
 			err = messages.Errorf(messages.CodeInternalError, "Internal error: reading %s's state from its node: %v", p.uri, uerr)
 		}
 	}
@@ -285,6 +321,9 @@ func (p *proxy) release() {
 	p.system.Root.Send(p.owner, &remoteUnsubscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen})
 	p.phase = idle
 	p.state, p.unfolded = messages.TerminalState{}, nil
+	if p.doc != nil {
+		p.doc.reset()
+	}
 }
 
 // foldAfter is how many escaped bytes of output may wait unfolded: the scrollback's
@@ -298,7 +337,12 @@ const foldAfter = 256 << 10
 func (p *proxy) frame(f []byte) {
 	var action json.RawMessage
 	var origin *messages.Origin
-	if data, raw, ok := p.splitData(f); ok {
+	if p.doc != nil {
+		var ok bool
+		if action, origin, ok = p.doc.fold(f); !ok {
+			return
+		}
+	} else if data, raw, ok := p.splitData(f); ok {
 		if len(p.unfolded) == 0 {
 			p.unfolded = append(p.unfolded, '"')
 		}
@@ -375,7 +419,9 @@ func (p *proxy) nodeLost(ctx actor.Context) {
 	for _, w := range p.waiting {
 		ctx.Send(w.sender, &channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s: its node was lost", p.uri)})
 	}
-	if p.phase == live {
+	// A session or chat has no exit of its own: it leaves the root's session list
+	// (root/sessionRemoved), and its subscribers hear nothing more.
+	if p.phase == live && p.doc == nil {
 		p.fold()
 		a := &messages.Action{Type: messages.TerminalExited, Meta: map[string]any{"reason": "node lost"}}
 		messages.ReduceTerminal(&p.state, a)
@@ -390,17 +436,26 @@ func (p *proxy) nodeLost(ctx actor.Context) {
 
 // readFrame reads the envelope of an action frame and its action.
 func readFrame(f []byte) (*messages.Envelope, *messages.Action, bool) {
-	raw := messages.EnvelopeOfFrame(f)
-	if raw == nil {
-		return nil, nil, false
-	}
-	var env messages.Envelope
-	if json.Unmarshal(raw, &env) != nil {
+	env, ok := readEnvelope(f)
+	if !ok {
 		return nil, nil, false
 	}
 	var a messages.Action
 	if json.Unmarshal(env.Action, &a) != nil {
 		return nil, nil, false
 	}
-	return &env, &a, true
+	return env, &a, true
+}
+
+// readEnvelope reads the envelope of an action frame.
+func readEnvelope(f []byte) (*messages.Envelope, bool) {
+	raw := messages.EnvelopeOfFrame(f)
+	if raw == nil {
+		return nil, false
+	}
+	var env messages.Envelope
+	if json.Unmarshal(raw, &env) != nil {
+		return nil, false
+	}
+	return &env, true
 }

@@ -31,16 +31,18 @@ type hello struct {
 	Name     string                  `json:"name"`
 	Rows     []messages.TerminalInfo `json:"rows"`
 	Chats    []string                `json:"chats,omitempty"`
+	Sessions []map[string]any        `json:"sessions,omitempty"`
 	Load     Load                    `json:"load"`
 	Reply    bool                    `json:"reply,omitempty"`
 }
 
-// rows is a node's own terminals and load, sent to every peer when they change.
+// rows is a node's own terminals (its sessions' chats and summaries too) and load, sent to every peer when they change.
 type rows struct {
 	Addr     string                  `json:"addr"`
 	Instance string                  `json:"instance"`
 	Rows     []messages.TerminalInfo `json:"rows"`
 	Chats    []string                `json:"chats,omitempty"`
+	Sessions []map[string]any        `json:"sessions,omitempty"`
 	Load     Load                    `json:"load"`
 }
 
@@ -403,6 +405,9 @@ func decode(b []byte) (any, error) {
 		v = &pong{}
 	default:
 		if v = usersMessage(b[0]); v == nil {
+			v = sessionMessage(b[0])
+		}
+		if v == nil {
 			return nil, fmt.Errorf("cluster: unknown node message kind %d", b[0])
 		}
 	}

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/messages/toolterm"
@@ -21,19 +23,27 @@ import (
 // node actor whenever they change so that it tells the other nodes.
 // Chats are the chats of this node's sessions: a terminal a command of one of them ran
 // in (retained or live) is routed here from every node by its chat.
+// Sessions are this node's sessions' summaries, each with its node in _meta.node:
+// every node lists them, and routes their channels here.
 type LocalRows struct {
-	Rows  []messages.TerminalInfo
-	Chats []string
+	Rows     []messages.TerminalInfo
+	Chats    []string
+	Sessions []map[string]any
 }
 
 // RemoteRows replaces the rows another node (Source, its address) lists: the root
 // lists them after its own, and routes their URIs to the node actor. No rows take
 // that node's off the list.
 type RemoteRows struct {
-	Source string
-	Rows   []messages.TerminalInfo
-	Chats  []string
+	Source   string
+	Rows     []messages.TerminalInfo
+	Chats    []string
+	Sessions []map[string]any
 }
+
+// RemotePresence is a client's coming or going on another node (a *session.ClientLeft
+// or *session.ClientBack there), for this node's sessions.
+type RemotePresence struct{ Msg any }
 
 // ResendRows asks the root to send the node actor its rows and chats again: the node
 // actor starts after the root, and what the root said before that went nowhere.
@@ -61,9 +71,9 @@ const NodeMeta = "node"
 func (h *rootActor) clustered() bool { return h.opts.Cluster != nil }
 
 // toCluster forwards the message being handled to the node actor when uri is a
-// terminal another node owns, and reports whether it did.
+// terminal, a session or a chat another node holds, and reports whether it did.
 func (h *rootActor) toCluster(ctx actor.Context, uri string) bool {
-	if _, remote := h.remoteURIs[uri]; !remote && !h.remoteChat(uri) {
+	if _, remote := h.remoteURIs[uri]; !remote && !h.remoteChat(uri) && !h.remoteSession(uri) {
 		return false
 	}
 	ctx.Forward(h.opts.Cluster)
@@ -81,10 +91,14 @@ func (h *rootActor) placeInCluster(ctx actor.Context, m *terminal.Create) bool {
 	return true
 }
 
-// remoteChat reports whether uri is a command terminal of a chat another node holds.
+// remoteChat reports whether uri is a chat another node holds, or a command terminal
+// of one.
 func (h *rootActor) remoteChat(uri string) bool {
 	chat, _, ok := toolterm.Parse(uri)
-	if !ok || h.chats[chat] != nil {
+	if !ok {
+		chat = uri
+	}
+	if h.chats[chat] != nil {
 		return false
 	}
 	for _, chats := range h.remoteChats {
@@ -134,6 +148,7 @@ func (h *rootActor) remoteRows(ctx actor.Context, m *RemoteRows) {
 	} else {
 		h.remoteChats[m.Source] = m.Chats
 	}
+	h.remoteSessionsOf(m.Source, m.Sessions)
 	h.publishTerminals(ctx)
 }
 
@@ -148,13 +163,129 @@ func (h *rootActor) clusterList(ctx actor.Context, local []messages.TerminalInfo
 	// came would have them all echoing one another without end.
 	chats := slices.Sorted(maps.Keys(h.chats))
 	// (sentLocal is nil only before the first send and after ResendRows.)
-	if h.sentLocal == nil || !sameRows(encoded, h.sentLocal) || !slices.Equal(chats, h.sentChats) {
-		h.sentLocal, h.sentChats = encoded, chats
-		ctx.Send(h.opts.Cluster, &LocalRows{Rows: slices.Clone(local), Chats: chats})
+	if h.sentLocal == nil || !sameRows(encoded, h.sentLocal) || !slices.Equal(chats, h.sentChats) || h.sessionsChanged {
+		h.sentLocal, h.sentChats, h.localRows = encoded, chats, slices.Clone(local)
+		h.sendLocal(ctx)
 	}
 	list := local
 	for _, source := range slices.Sorted(maps.Keys(h.remote)) {
 		list = append(list, h.remote[source]...)
 	}
 	return list
+}
+
+// sendLocal tells the node actor this node's rows, chats and sessions as last listed.
+func (h *rootActor) sendLocal(ctx actor.Context) {
+	h.sessionsChanged = false
+	sessions := make([]map[string]any, 0, len(h.summaries))
+	for _, uri := range slices.Sorted(maps.Keys(h.summaries)) {
+		sessions = append(sessions, h.summaries[uri])
+	}
+	ctx.Send(h.opts.Cluster, &LocalRows{Rows: h.localRows, Chats: h.sentChats, Sessions: sessions})
+}
+
+// sessionsMoved tells the other nodes this node's sessions and chats now, when they
+// changed without any terminal's row changing (a session made, disposed or renamed).
+func (h *rootActor) sessionsMoved(ctx actor.Context) {
+	if !h.clustered() {
+		return
+	}
+	h.sessionsChanged = true
+	if h.sentLocal == nil {
+		return // the first publish sends them
+	}
+	h.sentChats = slices.Sorted(maps.Keys(h.chats))
+	h.sendLocal(ctx)
+}
+
+// withNodeSummary is a session's summary as it is listed: on a cluster node its
+// _meta names the node, as a terminal's row does.
+func (h *rootActor) withNodeSummary(summary map[string]any) map[string]any {
+	if !h.clustered() {
+		return summary
+	}
+	out := maps.Clone(summary)
+	meta, _ := out["_meta"].(map[string]any)
+	meta = maps.Clone(meta)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta[NodeMeta] = h.opts.Node
+	out["_meta"] = meta
+	return out
+}
+
+// remoteSession reports whether uri is a session another node holds.
+func (h *rootActor) remoteSession(uri string) bool {
+	_, ok := h.remoteSessionAt[uri]
+	return ok
+}
+
+// summaryIdentity are the fields of a session's summary that never change
+// (SessionSummaryChangedParams): a change notification does not carry them.
+var summaryIdentity = map[string]bool{"resource": true, "provider": true, "createdAt": true}
+
+// remoteSessionsOf takes another node's sessions now, and tells the root's subscribers
+// what changed since it last said, as they hear of this node's own: a session new
+// here is root/sessionAdded, one gone (disposed, or its node lost) root/sessionRemoved,
+// and one whose summary moved root/sessionSummaryChanged with the fields that did.
+func (h *rootActor) remoteSessionsOf(source string, sessions []map[string]any) {
+	before := map[string]map[string]any{}
+	for _, s := range h.remoteSessions[source] {
+		uri, _ := s["resource"].(string)
+		before[uri] = s
+	}
+	now := map[string]bool{}
+	for _, s := range sessions {
+		uri, _ := s["resource"].(string)
+		if uri == "" || h.sessions[uri] != nil {
+			continue // a node that says it holds a session of this one's is not listened to
+		}
+		now[uri] = true
+		h.remoteSessionAt[uri] = source
+		old := before[uri]
+		if old == nil {
+			h.tellCatalog("root/sessionAdded", map[string]any{"channel": messages.RootURI, "summary": s})
+			continue
+		}
+		changes := map[string]any{}
+		for k, v := range s {
+			if !summaryIdentity[k] && !reflect.DeepEqual(old[k], v) {
+				changes[k] = v
+			}
+		}
+		if len(changes) > 0 {
+			h.tellCatalog("root/sessionSummaryChanged", map[string]any{"channel": messages.RootURI, "session": uri, "changes": changes})
+		}
+	}
+	for uri := range before {
+		if !now[uri] && h.remoteSessionAt[uri] == source {
+			delete(h.remoteSessionAt, uri)
+			h.tellCatalog("root/sessionRemoved", map[string]any{"channel": messages.RootURI, "session": uri})
+		}
+	}
+	if len(sessions) == 0 {
+		delete(h.remoteSessions, source)
+	} else {
+		h.remoteSessions[source] = sessions
+	}
+}
+
+// remoteSummaries are the other nodes' sessions' summaries, by node, for listSessions.
+func (h *rootActor) remoteSummaries() []map[string]any {
+	var out []map[string]any
+	for _, source := range slices.Sorted(maps.Keys(h.remoteSessions)) {
+		out = append(out, h.remoteSessions[source]...)
+	}
+	return out
+}
+
+// placeSessionInCluster hands a client's createSession to the node actor to be placed,
+// unless it is placed here already or stays here.
+func (h *rootActor) placeSessionInCluster(ctx actor.Context, m *session.Create) bool {
+	if !h.clustered() || m.Node == h.opts.Node || m.Node == "" && !m.Anywhere {
+		return false
+	}
+	ctx.Forward(h.opts.Cluster)
+	return true
 }

@@ -199,6 +199,17 @@ type rootActor struct {
 	// last told to the node actor.
 	remoteChats map[string][]string
 	sentChats   []string
+	// localRows are this node's rows as last told to the node actor.
+	localRows []messages.TerminalInfo
+	// summaries are this node's sessions' summaries as listed (with _meta.node), kept
+	// from the session's first answer and every SummaryChanged since, for the other
+	// nodes; sessionsChanged says they have not been told yet.
+	summaries       map[string]map[string]any
+	sessionsChanged bool
+	// remoteSessions are the sessions other nodes hold, by node; remoteSessionAt the
+	// node (its address) of each.
+	remoteSessions  map[string][]map[string]any
+	remoteSessionAt map[string]string
 
 	// draining refuses new terminals; drainWaiters hear when the shells are done
 	// (see drain.go).
@@ -231,7 +242,8 @@ func NewProps(opts Options, journal *delivery.Journal) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		h := &rootActor{opts: opts, journal: journal, entries: map[string]*terminalEntry{}, subs: map[delivery.Subscriber]bool{},
 			sessions: map[string]*actor.PID{}, chats: map[string]*actor.PID{},
-			remote: map[string][]messages.TerminalInfo{}, remoteURIs: map[string]json.RawMessage{}, remoteChats: map[string][]string{}}
+			remote: map[string][]messages.TerminalInfo{}, remoteURIs: map[string]json.RawMessage{}, remoteChats: map[string][]string{},
+			summaries: map[string]map[string]any{}, remoteSessions: map[string][]map[string]any{}, remoteSessionAt: map[string]string{}}
 		h.behavior.Become(h.serving)
 		h.root = messages.RootState{
 			Agents:    opts.agentList(),
@@ -332,18 +344,31 @@ func (h *rootActor) registry(ctx actor.Context) {
 	case *channel.Dispatch:
 		h.dispatch(ctx, m)
 	case *session.ClientLeft, *session.ClientBack:
-		// Presence is each session's: every session hears of a client's coming and going.
+		// Presence is each session's: every session hears of a client's coming and going,
+		// on every node of a cluster (a client of this node may be active in a session
+		// of another).
 		for _, pid := range h.sessions {
 			ctx.Send(pid, m)
+		}
+		if h.clustered() {
+			ctx.Send(h.opts.Cluster, m)
+		}
+	case *RemotePresence:
+		for _, pid := range h.sessions {
+			ctx.Send(pid, m.Msg)
 		}
 	case *session.CreateChat:
 		h.createChat(ctx, m)
 	case *session.ChatsOf:
-		h.chatsOf(m)
+		h.chatsOf(ctx, m)
 	case *session.DisposeChat:
 		if pid := h.chats[m.Chat]; pid != nil {
 			delete(h.chats, m.Chat)
 			ctx.Forward(pid)
+			h.sessionsMoved(ctx)
+			return
+		}
+		if h.toCluster(ctx, m.Chat) {
 			return
 		}
 		ctx.Respond(&session.Result{})
@@ -354,6 +379,9 @@ func (h *rootActor) registry(ctx actor.Context) {
 	case *session.Wake:
 		h.forwardToChat(ctx, m.Chat)
 	case *session.StopBackgroundWork:
+		if h.chats[m.Chat] == nil && h.toCluster(ctx, m.Chat) {
+			return
+		}
 		if !h.forwardToChat(ctx, m.Chat) {
 			ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeNotFound, "No chat %s on this host", m.Chat)})
 		}
@@ -368,6 +396,12 @@ func (h *rootActor) registry(ctx actor.Context) {
 	case *session.SummaryChanged:
 		if h.sessions[m.Session] != nil {
 			h.tellCatalog("root/sessionSummaryChanged", map[string]any{"channel": messages.RootURI, "session": m.Session, "changes": m.Changes})
+			if old := h.summaries[m.Session]; old != nil {
+				summary := maps.Clone(old)
+				maps.Copy(summary, m.Changes)
+				h.summaries[m.Session] = summary
+				h.sessionsMoved(ctx)
+			}
 		}
 	case *session.Dispose:
 		h.disposeSession(ctx, m)
@@ -470,6 +504,9 @@ func (h *rootActor) forwardToTerminal(ctx actor.Context, uri string) bool {
 func (h *rootActor) createChat(ctx actor.Context, m *session.CreateChat) {
 	pid := h.sessions[m.Session]
 	if pid == nil {
+		if h.toCluster(ctx, m.Session) {
+			return
+		}
 		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeSessionNotFound, "No session %s on this host", m.Session)})
 		return
 	}
@@ -481,7 +518,7 @@ func (h *rootActor) createChat(ctx actor.Context, m *session.CreateChat) {
 }
 
 // chatsOf takes a session's word for which chats it holds now.
-func (h *rootActor) chatsOf(m *session.ChatsOf) {
+func (h *rootActor) chatsOf(ctx actor.Context, m *session.ChatsOf) {
 	for uri, pid := range h.chats {
 		if pid.Id == h.sessions[m.Session].GetId() {
 			delete(h.chats, uri)
@@ -492,15 +529,21 @@ func (h *rootActor) chatsOf(m *session.ChatsOf) {
 			h.chats[c] = pid
 		}
 	}
+	h.sessionsMoved(ctx)
 }
 
 func (h *rootActor) disposeSession(ctx actor.Context, m *session.Dispose) {
 	pid := h.sessions[m.URI]
 	if pid == nil {
+		if h.toCluster(ctx, m.URI) {
+			return
+		}
 		ctx.Respond(&session.Result{})
 		return
 	}
 	delete(h.sessions, m.URI)
+	delete(h.summaries, m.URI)
+	defer h.sessionsMoved(ctx)
 	for uri, p := range h.chats {
 		if p.Id == pid.Id {
 			delete(h.chats, uri)
@@ -815,12 +858,15 @@ func (h *rootActor) sessionOf(uri string) *actor.PID {
 }
 
 func (h *rootActor) createSession(ctx actor.Context, m *session.Create) {
-	if h.sessions[m.URI] != nil {
+	if h.sessions[m.URI] != nil || h.remoteSession(m.URI) {
 		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeSessionAlreadyExists, "Session already exists: %s", m.URI)})
 		return
 	}
-	if h.entries[m.URI] != nil || h.chats[m.URI] != nil {
+	if _, remote := h.remoteURIs[m.URI]; h.entries[m.URI] != nil || h.chats[m.URI] != nil || remote || h.remoteChat(m.URI) {
 		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeInvalidParams, "%s is already a channel here", m.URI)})
+		return
+	}
+	if h.placeSessionInCluster(ctx, m) {
 		return
 	}
 	agent := m.Agent
@@ -841,7 +887,12 @@ func (h *rootActor) createSession(ctx actor.Context, m *session.Create) {
 	// listSessions and these, and never asks again while it is connected.
 	ctx.ReenterAfter(ctx.RequestFuture(pid, &session.SummaryQuery{}, 5*time.Second), func(res any, err error) {
 		if summary, ok := res.(map[string]any); ok && err == nil && h.sessions[m.URI] == pid {
+			summary = h.withNodeSummary(summary)
 			h.tellCatalog("root/sessionAdded", map[string]any{"channel": messages.RootURI, "summary": summary})
+			if h.clustered() {
+				h.summaries[m.URI] = summary
+				h.sessionsMoved(ctx)
+			}
 		}
 	})
 }
@@ -874,6 +925,16 @@ func (h *rootActor) restoreSessions(ctx actor.Context) {
 		for _, c := range rec.Chats {
 			h.chats[c] = pid
 		}
+		if h.clustered() {
+			// The other nodes list it once its summary is known.
+			uri := rec.URI
+			ctx.ReenterAfter(ctx.RequestFuture(pid, &session.SummaryQuery{}, 5*time.Second), func(res any, err error) {
+				if summary, ok := res.(map[string]any); ok && err == nil && h.sessions[uri] == pid {
+					h.summaries[uri] = h.withNodeSummary(summary)
+					h.sessionsMoved(ctx)
+				}
+			})
+		}
 	}
 	if h.clustered() {
 		h.publishTerminals(ctx) // the other nodes hear of the chats kept here
@@ -887,16 +948,19 @@ func (h *rootActor) listSessions(ctx actor.Context) {
 	}
 	sender := ctx.Sender()
 	system := ctx.ActorSystem()
+	// Another node's sessions are listed as it last told this one, each naming its
+	// node, after this node's own.
+	remote, node := h.remoteSummaries(), h.withNodeSummary
 	go func() {
 		items := []map[string]any{}
 		for _, f := range futures {
 			if res, err := f.Result(); err == nil {
 				if m, ok := res.(map[string]any); ok {
-					items = append(items, m)
+					items = append(items, node(m))
 				}
 			}
 		}
-		system.Root.Send(sender, items)
+		system.Root.Send(sender, append(items, remote...))
 	}()
 }
 

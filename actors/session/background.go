@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -42,6 +43,7 @@ type RemoveBackgroundWork struct {
 // until its owner removes it.
 type StopBackgroundWork struct {
 	Chat, ID string
+	Who      auth.Principal
 }
 
 // Wake is the host waking a chat: a background command ended, a monitor fired. It

@@ -14,6 +14,7 @@ import (
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/terminal"
+	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/messages/toolterm"
 	"github.com/termhost/termhost/persistence"
@@ -24,17 +25,28 @@ import (
 // Create opens a session with its default chat; the answer is a *Result. Agent names
 // the agent behind it, one of Config.Agents ("" for none: its turns are `!` commands
 // only); By is the user who asks ("" when unknown), kept as the session's creator.
+//
+// On a cluster node a session is placed on a node, and runs its terminals and agent
+// there: Node names it; otherwise Anywhere lets the cluster place it (the least loaded
+// node, as a terminal is placed), and without Anywhere it stays on this node. Who is
+// the client who asks, as signed in: the node that makes it checks the grant again.
 type Create struct {
 	URI                string
 	WorkingDirectories []string
 	Agent              string
 	By                 string
+	Node               string
+	Anywhere           bool
+	Who                auth.Principal
 }
 
-// CreateChat opens another chat in a session; the answer is a *Result.
+// CreateChat opens another chat in a session; the answer is a *Result. Who, in this
+// message and in Dispose, DisposeChat and StopBackgroundWork, is the client who asks,
+// for a session on another cluster node to check again.
 type CreateChat struct {
 	Session string
 	Chat    string
+	Who     auth.Principal
 }
 
 // Result answers Create, CreateChat, Dispose and DisposeChat.
@@ -44,10 +56,16 @@ type Result struct {
 }
 
 // Dispose ends a session, its chats' terminals and what is kept of it.
-type Dispose struct{ URI string }
+type Dispose struct {
+	URI string
+	Who auth.Principal
+}
 
 // DisposeChat ends a chat's terminals and drops it with what was kept of it.
-type DisposeChat struct{ Chat string }
+type DisposeChat struct {
+	Chat string
+	Who  auth.Principal
+}
 
 // List asks the root for every session's summary; the answer is a
 // []map[string]any, one SummaryQuery answer per session.

@@ -636,7 +636,7 @@ func runCluster(t *testing.T, provider func(slot int) []string) {
 	// A `!` command runs in a session of node c: its terminal, kept once the turn
 	// ended, is reachable from node a by its URI.
 	sess := c.dial(ctx, "sess-c")
-	kept := runBang(t, ctx, sess, "ahp-session:/on-c", "!echo kept-$((3*3))")
+	kept := runBang(t, ctx, sess, "ahp-session:/on-c", "c", "!echo kept-$((3*3))")
 	watchKept := a.dial(ctx, "watch-kept")
 	if st, _, _ := subscribeStream(t, ctx, watchKept, kept); !strings.Contains(st.Text(), "kept-9") {
 		t.Fatalf("node c's command terminal from node a: %+v", st)
@@ -761,11 +761,11 @@ func TestServeDrain(t *testing.T) {
 	}
 }
 
-// runBang opens a session on c's node, runs text (a `!` command) as a turn, waits for
+// runBang opens a session on node (a cluster places it itself without _meta.node), runs text (a `!` command) as a turn, waits for
 // the turn to end and returns the URI of the terminal the command ran in.
-func runBang(t *testing.T, ctx context.Context, c *client.Conn, sessionURI, text string) string {
+func runBang(t *testing.T, ctx context.Context, c *client.Conn, sessionURI, node, text string) string {
 	t.Helper()
-	raw, err := c.Request(ctx, "createSession", map[string]any{"channel": sessionURI, "workingDirectories": []string{}})
+	raw, err := c.Request(ctx, "createSession", map[string]any{"channel": sessionURI, "workingDirectories": []string{}, "_meta": map[string]any{"node": node}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -890,6 +890,11 @@ type createSessionParams struct {
 	Channel            string   `json:"channel"`
 	WorkingDirectories []string `json:"workingDirectories"`
 	Provider           string   `json:"provider"`
+	Meta               struct {
+		// Node names the cluster node to run the session (its terminals and agent)
+		// on, as createTerminal's does; a host alone ignores it.
+		Node string `json:"node"`
+	} `json:"_meta"`
 }
 
 func (c *connection) createSession(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
@@ -901,7 +906,8 @@ func (c *connection) createSession(ctx actor.Context, id json.RawMessage, raw js
 		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel must be an ahp-session: URI"))
 		return
 	}
-	c.askSession(ctx, id, &session.Create{URI: p.Channel, WorkingDirectories: p.WorkingDirectories, Agent: p.Provider, By: c.cfg.Principal.User})
+	c.askSession(ctx, id, &session.Create{URI: p.Channel, WorkingDirectories: p.WorkingDirectories, Agent: p.Provider, By: c.cfg.Principal.User,
+		Node: p.Meta.Node, Anywhere: true, Who: c.cfg.Principal})
 }
 
 type createChatParams struct {
@@ -923,7 +929,7 @@ func (c *connection) createChat(ctx actor.Context, id json.RawMessage, raw json.
 			return
 		}
 	}
-	c.askSession(ctx, id, &session.CreateChat{Session: p.Channel, Chat: p.Chat})
+	c.askSession(ctx, id, &session.CreateChat{Session: p.Channel, Chat: p.Chat, Who: c.cfg.Principal})
 }
 
 func (c *connection) disposeSession(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
@@ -931,7 +937,7 @@ func (c *connection) disposeSession(ctx actor.Context, id json.RawMessage, raw j
 	if !c.admit(id, auth.GrantChatSend, raw, &p) {
 		return
 	}
-	c.askSession(ctx, id, &session.Dispose{URI: p.Channel})
+	c.askSession(ctx, id, &session.Dispose{URI: p.Channel, Who: c.cfg.Principal})
 }
 
 // askSession sends a session request to the host and answers with its result: null,
@@ -982,7 +988,7 @@ func (c *connection) disposeChat(ctx actor.Context, id json.RawMessage, raw json
 		c.fail(id, e)
 		return
 	}
-	c.askSession(ctx, id, &session.DisposeChat{Chat: p.Channel})
+	c.askSession(ctx, id, &session.DisposeChat{Chat: p.Channel, Who: c.cfg.Principal})
 }
 
 // stopBackgroundWorkParams are vscode/stopBackgroundWork's: the chat (or, as every
@@ -1018,5 +1024,5 @@ func (c *connection) stopBackgroundWork(ctx actor.Context, id json.RawMessage, r
 		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: chat: %v", err))
 		return
 	}
-	c.askSession(ctx, id, &session.StopBackgroundWork{Chat: chat, ID: p.ID})
+	c.askSession(ctx, id, &session.StopBackgroundWork{Chat: chat, ID: p.ID, Who: c.cfg.Principal})
 }

@@ -1,0 +1,306 @@
+package cluster
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+
+	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/root"
+	"github.com/termhost/termhost/actors/session"
+	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/messages/toolterm"
+)
+
+// Sessions across nodes. A session is placed on a node as a terminal is (the node
+// createSession names, else the least loaded) and runs its terminals and agent there.
+// Each node tells the others its sessions' summaries with its rows, so every root lists
+// every node's sessions and tells its subscribers of them (actors/root/cluster.go).
+// A session's channel and its chats' are reached from another node through the same
+// proxy a remote terminal is (proxy.go): one subscription on the owner, the state
+// folded there with the session's or chat's own reducer (doc), each local subscribe
+// answered with a snapshot and then every action stamped by this node's journal, and
+// dispatches carried to the owner's gateway with the one grant they need. Requests
+// (create, dispose, a chat made or disposed, a background work stopped) go to the
+// owner's node actor as a sessionRequest, checked again there with who asked.
+
+// sessionRequest is a session request of a client of another node, for the node that
+// holds (or is to hold) the session. Op says which; URI is the session (create,
+// dispose, createChat) or the chat (disposeChat, stopBackgroundWork). The answer is a
+// *sessionResult.
+type sessionRequest struct {
+	Op                 string    `json:"op"`
+	URI                string    `json:"uri"`
+	Chat               string    `json:"chat,omitempty"`
+	ID                 string    `json:"id,omitempty"`
+	WorkingDirectories []string  `json:"workingDirectories,omitempty"`
+	Agent              string    `json:"agent,omitempty"`
+	By                 string    `json:"by,omitempty"`
+	Who                principal `json:"who"`
+}
+
+// The requests' ops.
+const (
+	opCreate      = "create"
+	opDispose     = "dispose"
+	opCreateChat  = "createChat"
+	opDisposeChat = "disposeChat"
+	opStopWork    = "stopBackgroundWork"
+)
+
+// sessionResult answers sessionRequest, as session.Result does.
+type sessionResult struct {
+	Err  *messages.Error `json:"err,omitempty"`
+	Chat string          `json:"chat,omitempty"`
+}
+
+// presence is a client's last connection to a node gone (Left), or one back: every
+// node's sessions hear of it, since the client may be active in any of them.
+type presence struct {
+	ClientID string `json:"clientId"`
+	Left     bool   `json:"left,omitempty"`
+}
+
+// Kinds of the sessions' messages, apart from wire.go's so either list grows alone.
+const (
+	kindSessionRequest byte = 96 + iota
+	kindSessionResult
+	kindPresence
+)
+
+// sessionMessage is an empty message of a sessions kind, or nil for another kind.
+func sessionMessage(kind byte) any {
+	switch kind {
+	case kindSessionRequest:
+		return &sessionRequest{}
+	case kindSessionResult:
+		return &sessionResult{}
+	case kindPresence:
+		return &presence{}
+	}
+	return nil
+}
+
+func (m *sessionRequest) Serialize() (remote.RootSerialized, error) {
+	return pack(kindSessionRequest, m)
+}
+func (m *sessionResult) Serialize() (remote.RootSerialized, error) {
+	return pack(kindSessionResult, m)
+}
+func (m *presence) Serialize() (remote.RootSerialized, error) { return pack(kindPresence, m) }
+
+// tellPresence tells every other node of a client of this one coming or going.
+func (n *node) tellPresence(ctx actor.Context, p *presence) {
+	for _, peer := range n.peers {
+		ctx.Send(peer.pid, p)
+	}
+}
+
+// heardPresence hands another node's client's coming or going to this node's sessions.
+func (n *node) heardPresence(ctx actor.Context, p *presence) {
+	var msg any = &session.ClientBack{ClientID: p.ClientID}
+	if p.Left {
+		msg = &session.ClientLeft{ClientID: p.ClientID}
+	}
+	ctx.Send(n.root, &root.RemotePresence{Msg: msg})
+}
+
+// requestOf is the wire form of a session request the root handed this node actor.
+func requestOf(msg any) (*sessionRequest, bool) {
+	switch m := msg.(type) {
+	case *session.Create:
+		return &sessionRequest{Op: opCreate, URI: m.URI, WorkingDirectories: m.WorkingDirectories, Agent: m.Agent, By: m.By, Who: carry(m.Who)}, true
+	case *session.Dispose:
+		return &sessionRequest{Op: opDispose, URI: m.URI, Who: carry(m.Who)}, true
+	case *session.CreateChat:
+		return &sessionRequest{Op: opCreateChat, URI: m.Session, Chat: m.Chat, Who: carry(m.Who)}, true
+	case *session.DisposeChat:
+		return &sessionRequest{Op: opDisposeChat, URI: m.Chat, Who: carry(m.Who)}, true
+	case *session.StopBackgroundWork:
+		return &sessionRequest{Op: opStopWork, URI: m.Chat, ID: m.ID, Who: carry(m.Who)}, true
+	}
+	return nil, false
+}
+
+// placeSession puts a client's new session on the node it names, else on the least
+// loaded node, as a terminal is placed.
+func (n *node) placeSession(ctx actor.Context, m *session.Create) {
+	target, err := n.pick(m.Node)
+	if err != nil {
+		ctx.Respond(&session.Result{Err: err})
+		return
+	}
+	if target == nil {
+		local := *m
+		local.Node = n.m.opts.Name
+		ctx.RequestWithCustomSender(n.root, &local, ctx.Sender())
+		return
+	}
+	target.placed++
+	req, _ := requestOf(m)
+	n.askAfterRows(ctx, target, req)
+}
+
+// toOwner sends a request about a session another node holds to that node.
+func (n *node) toOwner(ctx actor.Context, msg any) {
+	req, _ := requestOf(msg)
+	p, _ := n.channelOwner(req.URI)
+	if p == nil {
+		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeSessionNotFound, "No session %s on this host", req.URI)})
+		return
+	}
+	// Its answer too comes after the rows the owner sent before it: a chat made there
+	// is listed here by the time its client hears of it.
+	n.askAfterRows(ctx, p, req)
+}
+
+// gatewaySession acts out here a session request of another node's client, checked
+// again with who the entry node said they are.
+func (n *node) gatewaySession(ctx actor.Context, m *sessionRequest) {
+	who := m.Who.principal()
+	grant := auth.GrantChatSend
+	if m.Op == opStopWork {
+		grant = auth.GrantTerminalInput
+	}
+	if !who.Can(grant) {
+		ctx.Respond(&sessionResult{Err: messages.Errorf(messages.CodePermissionDenied, "%s", who.Refusal(grant))})
+		return
+	}
+	var local any
+	switch m.Op {
+	case opCreate:
+		local = &session.Create{URI: m.URI, WorkingDirectories: m.WorkingDirectories, Agent: m.Agent, By: m.By, Node: n.m.opts.Name, Who: who}
+	case opDispose:
+		local = &session.Dispose{URI: m.URI, Who: who}
+	case opCreateChat:
+		local = &session.CreateChat{Session: m.URI, Chat: m.Chat, Who: who}
+	case opDisposeChat:
+		local = &session.DisposeChat{Chat: m.URI, Who: who}
+	case opStopWork:
+		local = &session.StopBackgroundWork{Chat: m.URI, ID: m.ID, Who: who}
+	default:
+		ctx.Respond(&sessionResult{Err: messages.Errorf(messages.CodeInvalidParams, "Invalid params: no session request %q", m.Op)})
+		return
+	}
+	f := ctx.RequestFuture(n.root, local, channel.RequestTimeout)
+	ctx.ReenterAfter(f, func(res any, err error) {
+		r, ok := res.(*session.Result)
+		if err != nil || !ok {
+			ctx.Respond(&sessionResult{Err: messages.Errorf(messages.CodeInternalError, "Internal error: no answer from the session on its node")})
+			return
+		}
+		answer := &sessionResult{Err: r.Err, Chat: r.Chat}
+		// What was made is answered once the rows that list it went to the other
+		// nodes, as a created terminal is (gatewayCreate).
+		made := ""
+		if r.Err == nil && m.Op == opCreate {
+			made = m.URI
+		} else if r.Err == nil && m.Op == opCreateChat {
+			made = r.Chat
+		}
+		if made == "" || n.lists(made) && n.rowsTimer == nil {
+			ctx.Respond(answer)
+			return
+		}
+		sender := ctx.Sender()
+		n.afterRow[made] = append(n.afterRow[made], func() { ctx.Send(sender, answer) })
+	})
+}
+
+// lists reports whether this node's rows, as it last told the others, list uri: one of
+// its terminals, sessions or chats.
+func (n *node) lists(uri string) bool {
+	return n.listed[uri] || n.sessionAt[uri] || slices.Contains(n.chats, uri)
+}
+
+// localSessions takes this node's sessions as the root lists them.
+func (n *node) localSessions(sessions []map[string]any) {
+	n.sessions = sessions
+	n.sessionAt = make(map[string]bool, len(sessions))
+	for _, s := range sessions {
+		if uri, _ := s["resource"].(string); uri != "" {
+			n.sessionAt[uri] = true
+		}
+	}
+}
+
+// Kinds of channel a proxy stands in for.
+type channelKind int
+
+const (
+	terminalChannel channelKind = iota
+	sessionChannel
+	chatChannel
+)
+
+// channelOwner is the peer holding uri and what uri is there: one of its sessions, one
+// of its chats, or a command terminal of one of its chats (retained after its command
+// or live). Nil when no peer holds it.
+func (n *node) channelOwner(uri string) (*peer, channelKind) {
+	chat, _, isCommand := toolterm.Parse(uri)
+	for _, p := range n.peers {
+		switch {
+		case isCommand && slices.Contains(p.chats, chat):
+			return p, terminalChannel
+		case slices.Contains(p.chats, uri):
+			return p, chatChannel
+		case slices.ContainsFunc(p.sessions, func(s map[string]any) bool { return s["resource"] == uri }):
+			return p, sessionChannel
+		}
+	}
+	return nil, terminalChannel
+}
+
+// doc is the state of a session's or a chat's channel as a proxy folds it: the
+// owner's snapshot, then each action through the session's or chat's own reducer.
+type doc struct {
+	kind    channelKind
+	session messages.SessionState
+	chat    messages.ChatState
+}
+
+// load takes the owner's snapshot of the state.
+func (d *doc) load(raw json.RawMessage) error {
+	if d.kind == sessionChannel {
+		d.session = messages.SessionState{}
+		return json.Unmarshal(raw, &d.session)
+	}
+	d.chat = messages.ChatState{}
+	return json.Unmarshal(raw, &d.chat)
+}
+
+// state is a copy of the state, for a snapshot.
+func (d *doc) state() any {
+	if d.kind == sessionChannel {
+		return d.session.Clone()
+	}
+	return d.chat.Clone()
+}
+
+// fold folds one frame from the owner and returns its action and origin, to be
+// stamped here; false for a frame that is no action.
+func (d *doc) fold(f []byte) (json.RawMessage, *messages.Origin, bool) {
+	env, ok := readEnvelope(f)
+	if !ok {
+		return nil, nil, false
+	}
+	var a map[string]any
+	if json.Unmarshal(env.Action, &a) != nil {
+		return nil, nil, false
+	}
+	if d.kind == sessionChannel {
+		messages.ReduceSession(d.session, a)
+	} else {
+		messages.ReduceChat(d.chat, a)
+		// The owner dates a chat's every change as it sends it (its modifiedAt is
+		// not in the action); the proxy dates it as it arrives.
+		d.chat.SetModifiedAt(time.Now().UTC().Format("2006-01-02T15:04:05.000Z"))
+	}
+	return env.Action, env.Origin, true
+}
+
+func (d *doc) reset() { d.session, d.chat = nil, nil }
