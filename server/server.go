@@ -33,6 +33,7 @@ import (
 	"github.com/termhost/termhost/actors/shells"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/internal/echotrace"
 	"github.com/termhost/termhost/server/ahp"
 	"github.com/termhost/termhost/server/mcphost"
 )
@@ -678,6 +679,7 @@ func (s *Server) runConnection(reqCtx context.Context, conn *websocket.Conn, cor
 func (s *Server) writeLoop(ctx context.Context, conn *websocket.Conn, cork *corkConn, outbox *delivery.Outbox, closeWith func(websocket.StatusCode, delivery.CloseReason)) {
 	for {
 		frames, err := outbox.Next(ctx)
+		echotrace.Mark("outbox writer")
 		if err != nil {
 			var fin *delivery.Finished
 			if errors.As(err, &fin) {

@@ -62,6 +62,13 @@ type TLSFiles struct {
 
 func (t TLSFiles) enabled() bool { return t.Cert != "" || t.Key != "" || t.CA != "" }
 
+// windowSize is the HTTP/2 flow-control window of every stream and connection
+// between nodes. Fixed, not grpc-go's default dynamic one: that one measures the
+// bandwidth by answering a node's message with a ping (BDP estimation), and for a
+// keystroke's few bytes the ping and its ack are two more writes and wake-ups on each
+// node, right when the echo is on its way.
+const windowSize = 8 << 20
+
 // grpcOptions are remote's server and dial options for this cluster: every call
 // carries the proof and every incoming call is checked for it, over mutual TLS when
 // files are given.
@@ -95,7 +102,9 @@ func grpcOptions(secret []byte, clusterName string, files TLSFiles) ([]grpc.Serv
 		transport = credentials.NewTLS(clientTLS)
 		creds.tls = true
 	}
-	dial := []grpc.DialOption{grpc.WithTransportCredentials(transport), grpc.WithPerRPCCredentials(creds)}
+	server = append(server, grpc.InitialWindowSize(windowSize), grpc.InitialConnWindowSize(windowSize))
+	dial := []grpc.DialOption{grpc.WithTransportCredentials(transport), grpc.WithPerRPCCredentials(creds),
+		grpc.WithInitialWindowSize(windowSize), grpc.WithInitialConnWindowSize(windowSize)}
 	return server, dial, nil
 }
 

@@ -24,9 +24,12 @@
 //
 // Actor messages inside a node carry Go pointers and channels and never leave it.
 // Between nodes only the small set of messages in wire.go goes, each one encoded as
-// JSON (a frame as its own bytes, a dispatch in a small binary layout) inside a
+// JSON (frames as their own bytes, a dispatch in a small binary layout) inside a
 // protobuf BytesValue, a well-known type protoactor-go's remote can carry without
-// generated code.
+// generated code. The echo of a client's action waits on the owner for the output
+// it causes, up to a couple of milliseconds, and crosses with it in one message
+// (remoteSub); the HTTP/2 windows between nodes are fixed, so grpc-go sends no
+// bandwidth-probing ping for each small message (auth.go).
 //
 // The root lists every node's terminals: each node tells the others its own rows
 // (and its load, for placement) whenever they change, and each row carries its

@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"bytes"
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/internal/echotrace"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -17,28 +20,90 @@ import (
 // frame the terminal delivers goes to the proxy as it is. Frames delivered before the
 // subscribe's answer has gone are held, so the proxy hears the snapshot first. Deliver
 // never blocks: sending to a remote PID only queues for the endpoint's writer.
+//
+// The echo of a client's action (a keystroke's terminal/input, a resize) waits up to
+// echoLinger for the next frame and goes with it in one message: the output a
+// keystroke causes comes a moment after its echo, and sent apart the two cross
+// between the nodes twice, the first crossing competing for the CPUs with the very
+// process whose output the client waits for.
 type remoteSub struct {
 	system *actor.ActorSystem
+	gw     *gateway
 	uri    string
 	proxy  *actor.PID
 	gen    uint64
+	// dataPrefix begins every terminal/data frame of the terminal: output, which
+	// never waits.
+	dataPrefix []byte
 
 	mu     sync.Mutex // guards the fields below
 	ready  bool
 	closed bool
 	held   [][]byte
+	// echoes wait for the next frame, or for linger to fire.
+	echoes [][]byte
+	linger *time.Timer
+}
+
+// echoLinger is how long the echo of a client's action waits for the output it
+// causes. A shell's echo of a keystroke takes tens to hundreds of microseconds; when
+// none comes in time, the echo goes alone, a little late, and nothing else changes.
+const echoLinger = 2 * time.Millisecond
+
+func newRemoteSub(system *actor.ActorSystem, gw *gateway, uri string, proxy *actor.PID, gen uint64) *remoteSub {
+	return &remoteSub{system: system, gw: gw, uri: uri, proxy: proxy, gen: gen, dataPrefix: messages.DataFramePrefix(uri)}
+}
+
+// originMark is how an envelope frame carries its origin: only the echo of a
+// client's action has one (messages.EnvelopeFrame writes it after the serverSeq).
+var originMark = []byte(`,"origin":{"clientId":`)
+
+// isEcho says whether f is the echo of a client's action.
+func (s *remoteSub) isEcho(f []byte) bool {
+	return !bytes.HasPrefix(f, s.dataPrefix) && bytes.Contains(f, originMark)
 }
 
 func (s *remoteSub) Deliver(_ string, f []byte) {
+	echotrace.Mark("remoteSub deliver")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.closed:
 	case !s.ready:
 		s.held = append(s.held, f)
+	case s.isEcho(f):
+		s.echoes = append(s.echoes, f)
+		if len(s.echoes) > 1 {
+			return
+		}
+		if s.linger == nil {
+			s.linger = time.AfterFunc(echoLinger, s.flush)
+		} else {
+			s.linger.Reset(echoLinger)
+		}
 	default:
-		s.system.Root.Send(s.proxy, &frame{Gen: s.gen, Frame: f})
+		frames := append(s.echoes, f)
+		s.echoes = nil
+		if s.linger != nil {
+			s.linger.Stop()
+		}
+		s.system.Root.Send(s.proxy, &frame{Gen: s.gen, Frames: frames})
 	}
+}
+
+// flush sends the echoes that waited in vain.
+func (s *remoteSub) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLocked()
+}
+
+func (s *remoteSub) flushLocked() {
+	if len(s.echoes) == 0 || s.closed {
+		return
+	}
+	s.system.Root.Send(s.proxy, &frame{Gen: s.gen, Frames: s.echoes})
+	s.echoes = nil
 }
 
 // answer sends the subscribe's answer, then what was held, in order.
@@ -49,28 +114,47 @@ func (s *remoteSub) answer(m *subscribed) {
 		return
 	}
 	s.system.Root.Send(s.proxy, m)
-	for _, f := range s.held {
-		s.system.Root.Send(s.proxy, &frame{Gen: s.gen, Frame: f})
+	if len(s.held) > 0 {
+		s.system.Root.Send(s.proxy, &frame{Gen: s.gen, Frames: s.held})
 	}
 	s.held, s.ready = nil, true
 }
 
-func (s *remoteSub) close() {
+// afterEchoes sends msg to the proxy behind the echoes waiting: a refusal of a
+// client's action comes after the echo of the one before it, as on one node.
+func (s *remoteSub) afterEchoes(msg any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.closed, s.held = true, nil
+	s.flushLocked()
+	s.system.Root.Send(s.proxy, msg)
+}
+
+func (s *remoteSub) close() {
+	s.mu.Lock()
+	s.closed, s.held, s.echoes = true, nil, nil
+	if s.linger != nil {
+		s.linger.Stop()
+	}
+	s.mu.Unlock()
+	s.gw.unlink(s)
 }
 
 // rejectSub takes a dispatch's refusal on the owner back to the proxy, for the one
-// local subscriber that sent it.
+// local subscriber that sent it, behind the echoes the proxy's subscription holds.
 type rejectSub struct {
 	system *actor.ActorSystem
 	proxy  *actor.PID
 	key    uint64
+	via    *remoteSub // nil when the proxy has no subscription here
 }
 
 func (s rejectSub) Deliver(_ string, f []byte) {
-	s.system.Root.Send(s.proxy, &rejected{Key: s.key, Frame: f})
+	m := &rejected{Key: s.key, Frame: f}
+	if s.via != nil {
+		s.via.afterEchoes(m)
+		return
+	}
+	s.system.Root.Send(s.proxy, m)
 }
 
 func (n *node) gatewaySubscribe(ctx actor.Context, m *remoteSubscribe) {
@@ -78,7 +162,7 @@ func (n *node) gatewaySubscribe(ctx actor.Context, m *remoteSubscribe) {
 	if n.subs[key] != nil {
 		return
 	}
-	s := &remoteSub{system: ctx.ActorSystem(), uri: m.URI, proxy: m.Proxy, gen: m.Gen}
+	s := newRemoteSub(ctx.ActorSystem(), n.m.gw, m.URI, m.Proxy, m.Gen)
 	n.subs[key] = s
 	self, system := ctx.Self(), ctx.ActorSystem()
 	f := ctx.RequestFuture(n.root, &channel.Subscribe{Channel: m.URI, Sub: s}, channel.RequestTimeout)
@@ -115,6 +199,7 @@ func (n *node) gatewaySubscribed(m *gatewaySubscribed) {
 		if r.Terminal != nil {
 			n.m.gw.named(s.uri, r.Terminal)
 		}
+		n.m.gw.link(s)
 		s.answer(&subscribed{Gen: s.gen, State: state})
 	}
 }
@@ -142,14 +227,18 @@ type gateway struct {
 	// could overtake a dispatch still on its way through the root.
 	terminals map[string]*actor.PID
 	viaRoot   map[string]bool
+	// subs are the live subscriptions by their proxy's inbox, for a refusal to go
+	// behind the echoes its subscription holds.
+	subs map[string]*remoteSub
 }
 
 func newGateway(system *actor.ActorSystem, journal *delivery.Journal, root *actor.PID) *gateway {
-	return &gateway{system: system, journal: journal, root: root, terminals: map[string]*actor.PID{}, viaRoot: map[string]bool{}}
+	return &gateway{system: system, journal: journal, root: root, terminals: map[string]*actor.PID{}, viaRoot: map[string]bool{}, subs: map[string]*remoteSub{}}
 }
 
 // SendUserMessage is a message from another node (or the node actor) for the gateway.
 func (g *gateway) SendUserMessage(_ *actor.PID, msg any) {
+	echotrace.Mark("gateway")
 	_, msg, _ = actor.UnwrapEnvelope(msg)
 	if m, ok := Decode(msg).(*remoteDispatch); ok {
 		g.dispatch(m)
@@ -167,6 +256,23 @@ func (g *gateway) named(uri string, pid *actor.PID) {
 	defer g.mu.Unlock()
 	if !g.viaRoot[uri] {
 		g.terminals[uri] = pid
+	}
+}
+
+func pidKey(pid *actor.PID) string { return pid.GetAddress() + "/" + pid.GetId() }
+
+// link keeps s as its proxy's subscription, until unlink.
+func (g *gateway) link(s *remoteSub) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.subs[pidKey(s.proxy)] = s
+}
+
+func (g *gateway) unlink(s *remoteSub) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if k := pidKey(s.proxy); g.subs[k] == s {
+		delete(g.subs, k)
 	}
 }
 
@@ -196,6 +302,11 @@ func (g *gateway) dispatch(m *remoteDispatch) {
 	}
 	who := m.Who.principal()
 	sub := rejectSub{system: g.system, proxy: m.Proxy, key: m.Key}
+	if m.Proxy != nil {
+		g.mu.Lock()
+		sub.via = g.subs[pidKey(m.Proxy)]
+		g.mu.Unlock()
+	}
 	if grant := auth.ActionGrant(a.Type); grant != "" && !who.Can(grant) {
 		g.journal.Reject(sub, m.URI, m.Action, m.Origin, who.Refusal(grant))
 		return

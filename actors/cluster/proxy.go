@@ -11,6 +11,7 @@ import (
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/internal/echotrace"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -178,10 +179,11 @@ func (p *proxy) fromOwner(msg any) {
 			p.subscribed(m)
 		}
 	case *frame:
+		echotrace.Mark("inbox decoded")
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if m.Gen == p.gen && p.phase == live {
-			p.frame(m.Frame)
+			p.frames(m.Frames)
 		}
 	case *rejected:
 		p.rejected(m)
@@ -192,6 +194,7 @@ func (p *proxy) fromOwner(msg any) {
 type proxyInbox struct{ p *proxy }
 
 func (i proxyInbox) SendUserMessage(_ *actor.PID, msg any) {
+	echotrace.Mark("inbox")
 	_, msg, _ = actor.UnwrapEnvelope(msg)
 	i.p.fromOwner(Decode(msg))
 }
@@ -216,6 +219,7 @@ func (proxyOutlet) Stop(*actor.PID)                   {}
 // dispatch sends a subscriber's dispatch to the owner's gateway, or holds it while a
 // subscription is being made.
 func (p *proxy) dispatch(m *channel.Dispatch) {
+	echotrace.Mark("outlet")
 	p.dmu.Lock()
 	defer p.dmu.Unlock()
 	k, ok := p.keys[m.Sub]
@@ -231,6 +235,7 @@ func (p *proxy) dispatch(m *channel.Dispatch) {
 		return
 	}
 	p.system.Root.Send(p.gw, rd)
+	echotrace.Mark("outlet sent")
 }
 
 // hold starts or ends holding dispatches; ending it sends what was held, unless the
@@ -330,17 +335,50 @@ func (p *proxy) release() {
 // own trimming bounds memory beyond it.
 const foldAfter = 256 << 10
 
-// frame folds one frame from the owner and hands it to every subscriber here with
-// this node's next serverSeq. Output, nearly every frame, is not decoded: its action
-// is cut out of the frame as it is, and its escaped data waits in unfolded until
-// something needs the state (a snapshot, another action, or enough of it).
-func (p *proxy) frame(f []byte) {
+// frames folds the frames from the owner and hands them to every subscriber here,
+// each with this node's next serverSeq, in one batch where the subscriber takes one
+// (a connection's outbox writes them at once).
+func (p *proxy) frames(fs [][]byte) {
+	outs := make([][]byte, 0, len(fs))
+	for _, f := range fs {
+		if out := p.frame(f); out != nil {
+			outs = append(outs, out)
+		}
+	}
+	echotrace.Mark("proxy stamped")
+	if len(outs) == 0 {
+		return
+	}
+	for s := range p.subs {
+		if b, ok := s.(batchSubscriber); ok && len(outs) > 1 {
+			b.DeliverBatch(p.uri, outs)
+			continue
+		}
+		for _, out := range outs {
+			s.Deliver(p.uri, out)
+		}
+	}
+	echotrace.Mark("proxy delivered")
+}
+
+// batchSubscriber is a subscriber that takes several frames of a channel at once
+// (delivery.Outbox).
+type batchSubscriber interface {
+	DeliverBatch(channel string, frames [][]byte)
+}
+
+// frame folds one frame from the owner and stamps it with this node's next
+// serverSeq; nil for a frame that cannot be read. Output, nearly every frame, is not
+// decoded: its action is cut out of the frame as it is, and its escaped data waits in
+// unfolded until something needs the state (a snapshot, another action, or enough of
+// it).
+func (p *proxy) frame(f []byte) []byte {
 	var action json.RawMessage
 	var origin *messages.Origin
 	if p.doc != nil {
 		var ok bool
 		if action, origin, ok = p.doc.fold(f); !ok {
-			return
+			return nil
 		}
 	} else if data, raw, ok := p.splitData(f); ok {
 		if len(p.unfolded) == 0 {
@@ -354,16 +392,13 @@ func (p *proxy) frame(f []byte) {
 	} else {
 		env, a, ok := readFrame(f)
 		if !ok {
-			return
+			return nil
 		}
 		p.fold()
 		p.sb.Apply(&p.state, a)
 		action, origin = env.Action, env.Origin
 	}
-	out := p.journal.Stamp(&messages.Envelope{Channel: p.uri, Action: action, Origin: origin})
-	for s := range p.subs {
-		s.Deliver(p.uri, out)
-	}
+	return p.journal.Stamp(&messages.Envelope{Channel: p.uri, Action: action, Origin: origin})
 }
 
 // dataTail ends a terminal/data action in a frame and opens its serverSeq.

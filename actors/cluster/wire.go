@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/internal/echotrace"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -86,11 +87,13 @@ type subscribed struct {
 	Err   *messages.Error `json:"err,omitempty"`
 }
 
-// frame is one frame the owner's terminal delivered to subscription Gen, as it went
-// out there: the proxy stamps it again with its own node's serverSeq.
+// frame is what the owner's terminal delivered to subscription Gen, one frame or
+// several in order, each as it went out there: the proxy stamps each again with its
+// own node's serverSeq. Several go as one when the echo of a client's action waited
+// for the output it caused (see remoteSub).
 type frame struct {
-	Gen   uint64
-	Frame []byte
+	Gen    uint64
+	Frames [][]byte
 }
 
 // rejected is the owner's refusal of a dispatch, for the one local subscriber (Key)
@@ -246,18 +249,58 @@ func (m *ping) Serialize() (remote.RootSerialized, error)          { return pack
 func (m *pong) Serialize() (remote.RootSerialized, error)          { return pack(kindPong, m) }
 
 // Serialize writes a frame without JSON: it is the hot path, every chunk of output.
+// Its gen, how many frames, then each frame length-prefixed (uvarints): cut short
+// anywhere, it is an error, not fewer frames.
 func (m *frame) Serialize() (remote.RootSerialized, error) {
-	b := make([]byte, 1+8+len(m.Frame))
+	echotrace.Mark("ew serialize frame")
+	n := 1 + 8 + binary.MaxVarintLen64
+	for _, f := range m.Frames {
+		n += binary.MaxVarintLen64 + len(f)
+	}
+	b := make([]byte, 9, n)
 	b[0] = kindFrame
 	binary.BigEndian.PutUint64(b[1:9], m.Gen)
-	copy(b[9:], m.Frame)
+	b = binary.AppendUvarint(b, uint64(len(m.Frames)))
+	for _, f := range m.Frames {
+		b = binary.AppendUvarint(b, uint64(len(f)))
+		b = append(b, f...)
+	}
 	return packed{wrapperspb.Bytes(b)}, nil
+}
+
+func decodeFrame(b []byte) (*frame, error) {
+	if len(b) < 8 {
+		return nil, errShort
+	}
+	m := &frame{Gen: binary.BigEndian.Uint64(b[:8])}
+	r := &reader{b: b[8:]}
+	count := r.uvarint()
+	if count > uint64(len(r.b)) {
+		r.err = true
+	}
+	if !r.err {
+		m.Frames = make([][]byte, 0, count)
+	}
+	for i := uint64(0); i < count && !r.err; i++ {
+		n := r.uvarint()
+		if n > uint64(len(r.b)) {
+			r.err = true
+			break
+		}
+		m.Frames = append(m.Frames, r.b[:n:n])
+		r.b = r.b[n:]
+	}
+	if r.err || len(r.b) > 0 || len(m.Frames) == 0 {
+		return nil, errors.New("cluster: a frame from another node could not be read")
+	}
+	return m, nil
 }
 
 // Serialize writes a dispatch without JSON, as a frame is: every keystroke to a
 // terminal on another node is one. The fields in order, strings and the grants
 // length-prefixed (uvarint), the action's bytes last as they are.
 func (m *remoteDispatch) Serialize() (remote.RootSerialized, error) {
+	echotrace.Mark("ew serialize dispatch")
 	n := 1 + 2*binary.MaxVarintLen64 + len(m.URI) + len(m.Origin.ClientID) + len(m.By) + len(m.Who.User) + len(m.Who.Role) + len(m.Action) + 64
 	var proxyAddr, proxyID string
 	if m.Proxy != nil {
@@ -371,10 +414,7 @@ func decode(b []byte) (any, error) {
 	var v any
 	switch b[0] {
 	case kindFrame:
-		if len(b) < 9 {
-			return nil, errShort
-		}
-		return &frame{Gen: binary.BigEndian.Uint64(b[1:9]), Frame: b[9:]}, nil
+		return decodeFrame(b[1:])
 	case kindDispatch:
 		return decodeDispatch(b[1:])
 	case kindHello:

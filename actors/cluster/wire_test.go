@@ -27,7 +27,8 @@ func TestNodeMessagesRoundTrip(t *testing.T) {
 		&remoteUnsubscribe{URI: "ahp-terminal:/t", Proxy: pid, Gen: 2},
 		&subscribed{Gen: 2, State: json.RawMessage(`{"title":"bash"}`)},
 		&subscribed{Gen: 3, Err: messages.Errorf(messages.CodeNotFound, "gone")},
-		&frame{Gen: 9, Frame: []byte(`{"jsonrpc":"2.0","method":"action","params":{}}`)},
+		&frame{Gen: 9, Frames: [][]byte{[]byte(`{"jsonrpc":"2.0","method":"action","params":{}}`)}},
+		&frame{Gen: 10, Frames: [][]byte{[]byte(`{"a":1}`), {}, []byte(`{"b":2}`)}},
 		&rejected{Key: 4, Frame: []byte("x")},
 		&remoteDispatch{URI: "ahp-terminal:/t", Action: json.RawMessage(`{"type":"terminal/input","data":"ls\r"}`), Origin: messages.Origin{ClientID: "c", ClientSeq: 7}, By: "ann", Proxy: pid, Key: 4, Who: carry(owner)},
 		&remoteCreate{URI: "ahp-terminal:/t", Claim: messages.Claim{Kind: "client", ClientID: "c"}, Cols: 80, Rows: 24, Spec: wireSpec{Command: "ls", Args: []string{"-l"}}, Who: carry(owner)},
@@ -63,7 +64,7 @@ func TestNodeMessagesRoundTrip(t *testing.T) {
 	}
 	// What the entry node checked is what the acting node checks, unknown grants dropped.
 	var d remoteDispatch
-	_ = json.Unmarshal([]byte(jsonOf(t, msgs[9])), &d)
+	_ = json.Unmarshal([]byte(jsonOf(t, msgs[10])), &d)
 	if who := d.Who.principal(); !who.Can(auth.GrantTerminalInput) || who.Can(auth.GrantTerminalDispose) || who.User != "ann" {
 		t.Fatalf("carried principal: %+v %v", who, who.Grants())
 	}
@@ -72,11 +73,25 @@ func TestNodeMessagesRoundTrip(t *testing.T) {
 	}
 	// A dispatch is binary: cut short anywhere before its action, it is an error, not
 	// a dispatch with fields missing.
-	out, _ := msgs[9].Serialize()
+	out, _ := msgs[10].Serialize()
 	whole := out.(packed).Value
 	for n := 1; n < len(whole)-len(`{"type":"terminal/input","data":"ls\r"}`); n++ {
 		if _, ok := Decode(&wrapperspb.BytesValue{Value: whole[:n]}).(error); !ok {
 			t.Fatalf("a dispatch cut to %d of %d bytes decoded", n, len(whole))
+		}
+	}
+}
+
+// A frame message cut short anywhere is an error, not fewer frames.
+func TestTruncatedFrame(t *testing.T) {
+	out, err := (&frame{Gen: 1, Frames: [][]byte{[]byte(`{"a":1}`), []byte(`{"bb":2}`)}}).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := out.(packed).Value
+	for n := 1; n < len(whole); n++ {
+		if _, ok := Decode(&wrapperspb.BytesValue{Value: whole[:n]}).(error); !ok {
+			t.Fatalf("a frame cut to %d of %d bytes decoded", n, len(whole))
 		}
 	}
 }

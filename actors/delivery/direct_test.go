@@ -218,3 +218,30 @@ func TestOutboxReleaseWritesTheAnswerThenTheHeldOutput(t *testing.T) {
 		t.Fatalf("on the socket after Release: %q", got)
 	}
 }
+
+// batchSocket counts the writes as well: frames delivered as one batch go out in one.
+type batchSocket struct {
+	*socket
+	writes atomic.Int32
+}
+
+func (s *batchSocket) Write(frames [][]byte) error {
+	s.writes.Add(1)
+	return s.write(frames)
+}
+
+// Frames delivered together (an echo and its output from another node) are written
+// together, in order, by the producer.
+func TestOutboxBatchIsOneWrite(t *testing.T) {
+	const ch = "ahp-terminal:/t"
+	s := &batchSocket{socket: newSocket()}
+	o := NewOutbox(OutboxLimits{Bytes: 1 << 20}, nil)
+	o.SetDirect(s)
+	o.DeliverBatch(ch, [][]byte{[]byte(`{"echo":"a"}`), dataFrame(ch, "a", 1)})
+	if got := s.frames(); len(got) != 2 || got[0] != `{"echo":"a"}` || !strings.Contains(got[1], `"data":"a"`) {
+		t.Fatalf("written %q", got)
+	}
+	if n := s.writes.Load(); n != 1 {
+		t.Fatalf("a batch of two went out in %d writes", n)
+	}
+}

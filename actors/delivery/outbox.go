@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/termhost/termhost/internal/echotrace"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -201,47 +202,39 @@ func (o *Outbox) DeliverCatalog(frame []byte) {
 
 // Deliver queues a channel's frame, or holds it while that channel's subscribe answer
 // is still being made.
-func (o *Outbox) Deliver(channel string, frame []byte) { o.deliver(channel, frame, directBytes) }
+func (o *Outbox) Deliver(channel string, frame []byte) {
+	echotrace.Mark("outbox deliver")
+	o.deliver(channel, directBytes, frame)
+}
 
 // DeliverAlone is Deliver for a frame this outbox is the only subscriber of: a
 // frame of a flood's size is written directly too (see directAloneBytes).
 func (o *Outbox) DeliverAlone(channel string, frame []byte) {
-	o.deliver(channel, frame, directAloneBytes)
+	o.deliver(channel, directAloneBytes, frame)
 }
 
-func (o *Outbox) deliver(channel string, frame []byte, limit int) {
-	if g := o.gate.Load(); g != nil && channel != "" && !g.Admits(frame) {
-		return
-	}
+// DeliverBatch queues several frames of a channel in order, as Deliver queues each,
+// but writes them together: frames that arrive together (an echo and the output it
+// caused, from another node) go out in one write, and the client reads them at one
+// wake-up.
+func (o *Outbox) DeliverBatch(channel string, frames [][]byte) {
+	o.deliver(channel, directBytes, frames...)
+}
+
+func (o *Outbox) deliver(channel string, limit int, frames ...[]byte) {
 	o.mu.Lock()
 	if o.closed || o.finish != "" {
 		o.mu.Unlock()
 		return
 	}
-	before := o.pending
 	wake, behind := false, false
-	if h, ok := o.held[channel]; ok {
-		o.held[channel] = append(h, frame)
-		o.pending += len(frame)
-	} else {
-		if n := len(o.frames); channel != "" && n > 0 && len(o.frames[n-1])+len(frame) <= maxMergedFrame {
-			// A connection behind its output gets adjacent terminal/data of one channel
-			// merged into one frame: fewer, larger writes for whoever is slowest.
-			if merged, ok := messages.MergeDataFramesInto(o.frames[n-1], frame, o.tailOwned); ok {
-				o.pending += len(merged) - len(o.frames[n-1])
-				o.frames[n-1] = merged
-				o.tailOwned = true
-			} else {
-				o.push(frame)
-			}
-		} else {
-			o.push(frame)
+	g := o.gate.Load()
+	for _, frame := range frames {
+		if g != nil && channel != "" && !g.Admits(frame) {
+			continue
 		}
-		wake = o.schedule(channel, frame)
-		if channel != "" {
-			o.byChannel[channel] += o.pending - before
-			behind = o.stillBehind(o.byChannel[channel])
-		}
+		w, b := o.queueLocked(channel, frame)
+		wake, behind = wake || w, behind || b
 	}
 	over := behind || (o.limits.Bytes > 0 && o.pending > o.limits.Bytes)
 	var direct [][]byte
@@ -263,6 +256,36 @@ func (o *Outbox) deliver(channel string, frame []byte, limit int) {
 	if wake {
 		o.signal()
 	}
+}
+
+// queueLocked queues or holds one frame of a channel; it reports whether the writer
+// must be woken, and whether the channel has been behind for too long. o.mu is held.
+func (o *Outbox) queueLocked(channel string, frame []byte) (wake, behind bool) {
+	before := o.pending
+	if h, ok := o.held[channel]; ok {
+		o.held[channel] = append(h, frame)
+		o.pending += len(frame)
+		return false, false
+	}
+	if n := len(o.frames); channel != "" && n > 0 && len(o.frames[n-1])+len(frame) <= maxMergedFrame {
+		// A connection behind its output gets adjacent terminal/data of one channel
+		// merged into one frame: fewer, larger writes for whoever is slowest.
+		if merged, ok := messages.MergeDataFramesInto(o.frames[n-1], frame, o.tailOwned); ok {
+			o.pending += len(merged) - len(o.frames[n-1])
+			o.frames[n-1] = merged
+			o.tailOwned = true
+		} else {
+			o.push(frame)
+		}
+	} else {
+		o.push(frame)
+	}
+	wake = o.schedule(channel, frame)
+	if channel != "" {
+		o.byChannel[channel] += o.pending - before
+		behind = o.stillBehind(o.byChannel[channel])
+	}
+	return wake, behind
 }
 
 // mayWriteDirectLocked reports whether the producer holding o.mu may write what is
@@ -307,6 +330,7 @@ func (o *Outbox) writeDirect(frames [][]byte, limit int) {
 			o.signal()
 			return
 		}
+		echotrace.Mark("outbox direct write")
 		if err := o.direct.Write(frames); err != nil {
 			o.Close() // as the writer does on a failed write; it then ends
 			return

@@ -11,6 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/internal/echotrace"
 	"github.com/termhost/termhost/pty"
 )
 
@@ -267,6 +268,7 @@ func readOutput(system *actor.ActorSystem, term, shell *actor.PID, out io.Reader
 	buf := make([]byte, quietSize)
 	for {
 		n, err := out.Read(buf)
+		echotrace.Mark("pty read")
 		if n > 0 {
 			if text := dec.Decode(buf[:n]); text != "" {
 				system.Root.Send(term, &shellOutput{data: text})

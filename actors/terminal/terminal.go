@@ -13,6 +13,7 @@ import (
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/integration"
+	"github.com/termhost/termhost/internal/echotrace"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/pty"
 	"github.com/termhost/termhost/screen"
@@ -626,6 +627,7 @@ func (t *terminal) output(ctx actor.Context, data string) {
 	if t.feeder != nil {
 		t.feeder.feed([]byte(data))
 	}
+	echotrace.Mark("term output")
 	if t.tracker == nil {
 		t.apply(&messages.Action{Type: messages.TerminalData, Data: &data})
 		return
@@ -732,7 +734,9 @@ func (t *terminal) dispatch(ctx actor.Context, m *channel.Dispatch) {
 			t.reject(m, "the terminal's process has exited; input is dropped")
 			return
 		}
+		echotrace.Mark("term dispatch")
 		t.writeInput(ctx, *a.Data)
+		echotrace.Mark("pty written")
 	case messages.TerminalResized:
 		if a.Cols == nil || a.Rows == nil {
 			t.reject(m, "terminal/resized needs cols and rows")
@@ -772,6 +776,7 @@ func (t *terminal) dispatch(ctx actor.Context, m *channel.Dispatch) {
 		}
 	}
 	t.accept(ctx, m, a, raw)
+	echotrace.Mark("input echo broadcast")
 }
 
 // accept folds a client's action into the state and echoes it, as raw, to every

@@ -14,6 +14,7 @@ import (
 	"github.com/termhost/termhost/actors/cluster"
 	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/internal/echotrace"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/server"
 )
@@ -288,6 +289,7 @@ type echoer struct {
 	k     *ctl
 	w     *watch
 	uri   string
+	label string
 	typed int
 	close func()
 }
@@ -324,7 +326,11 @@ func (c *clusterNodes) echoer(ctx context.Context, e *env, from, on int) (*echoe
 		}
 		seen += envelopeData(env)
 	}
-	return &echoer{k: k, w: w, uri: uri, close: closeIt}, nil
+	label := "same node"
+	if from != on {
+		label = "other node"
+	}
+	return &echoer{k: k, w: w, uri: uri, label: label, close: closeIt}, nil
 }
 
 // keys types n keystrokes and times each one's echo; the first echoWarmup it ever
@@ -333,6 +339,7 @@ func (x *echoer) keys(ctx context.Context, n int) ([]time.Duration, error) {
 	times := make([]time.Duration, 0, n)
 	for len(times) < n {
 		key := string(keyFor(x.typed))
+		echotrace.Begin()
 		start := time.Now()
 		if err := x.k.input(ctx, x.uri, key); err != nil {
 			return nil, err
@@ -342,11 +349,13 @@ func (x *echoer) keys(ctx context.Context, n int) ([]time.Duration, error) {
 			if err != nil {
 				return nil, fmt.Errorf("keystroke %d: %w", x.typed, err)
 			}
+			echotrace.Mark("client recv " + env.Type)
 			if strings.Contains(envelopeData(env), key) {
 				break
 			}
 		}
 		if x.typed >= echoWarmup {
+			echotrace.End(x.label)
 			times = append(times, time.Since(start))
 		}
 		x.typed++
@@ -393,6 +402,9 @@ func (c *clusterNodes) echo(ctx context.Context, e *env, entry, owner int) (same
 			}
 			pings = append(pings, d)
 		}
+	}
+	if echotrace.On {
+		fmt.Fprint(os.Stderr, echotrace.Report())
 	}
 	return same, cross, pings, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/internal/echotrace"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/messages/strictjson"
 )
@@ -838,6 +839,7 @@ func (c *connection) dispatch(ctx actor.Context, p *dispatchParams, a *messages.
 			return
 		}
 	}
+	echotrace.Mark("conn dispatch")
 	d := &channel.Dispatch{Channel: p.Channel, Action: a, Raw: p.Action, Origin: origin, Sub: c.cfg.Outbox, By: c.cfg.Principal.User, Principal: c.cfg.Principal}
 	if !strings.HasPrefix(a.Type, "terminal/") {
 		ctx.Send(c.cfg.Root, d)

@@ -1,0 +1,133 @@
+package cluster
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/termhost/termhost/messages"
+)
+
+// recorder is where a remoteSub's messages to its proxy arrive in these tests: the
+// proxy's inbox, as a process that keeps what it is sent.
+type recorder struct{ got chan any }
+
+func (r recorder) SendUserMessage(_ *actor.PID, msg any) { r.got <- msg }
+func (recorder) SendSystemMessage(*actor.PID, any)       {}
+func (recorder) Stop(*actor.PID)                         {}
+
+func (r recorder) next(t *testing.T) any {
+	t.Helper()
+	select {
+	case m := <-r.got:
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("the proxy was sent nothing")
+		return nil
+	}
+}
+
+// frames is the frames of the next message, which must be a frame message.
+func (r recorder) frames(t *testing.T) []string {
+	t.Helper()
+	m, ok := r.next(t).(*frame)
+	if !ok {
+		t.Fatalf("the proxy was sent %T, want a frame", m)
+	}
+	var out []string
+	for _, f := range m.Frames {
+		out = append(out, string(f))
+	}
+	return out
+}
+
+// What a remote subscription sends its proxy: the answer before anything the terminal
+// delivered meanwhile; the echo of a client's action together with the output after
+// it, in one message; an echo no output follows, alone; a refusal behind the echo
+// before it.
+func TestRemoteSubOrderAndCoalescing(t *testing.T) {
+	system := actor.NewActorSystem()
+	const uri = "ahp-terminal:/t"
+	rec := recorder{got: make(chan any, 16)}
+	proxy, _ := system.ProcessRegistry.Add(rec, "proxy/in")
+	gw := newGateway(system, nil, nil)
+	s := newRemoteSub(system, gw, uri, proxy, 1)
+
+	seq := uint64(0)
+	echo := func(data string) string {
+		seq++
+		return string(messages.EnvelopeFrame(&messages.Envelope{Channel: uri, ServerSeq: seq,
+			Action: messages.EncodeAction(&messages.Action{Type: messages.TerminalInput, Data: &data}),
+			Origin: &messages.Origin{ClientID: "c", ClientSeq: int64(seq)}}))
+	}
+	output := func(data string) string {
+		seq++
+		return string(messages.EnvelopeFrame(&messages.Envelope{Channel: uri, ServerSeq: seq,
+			Action: messages.EncodeAction(&messages.Action{Type: messages.TerminalData, Data: &data})}))
+	}
+
+	// Before the answer: held, then sent after it, in order.
+	early := []string{output("prompt$ "), echo("a")}
+	for _, f := range early {
+		s.Deliver(uri, []byte(f))
+	}
+	gw.link(s)
+	s.answer(&subscribed{Gen: 1})
+	if m, ok := rec.next(t).(*subscribed); !ok || m.Gen != 1 {
+		t.Fatalf("the proxy was first sent %T, want the subscribe's answer", m)
+	}
+	if got := rec.frames(t); strings.Join(got, "\n") != strings.Join(early, "\n") {
+		t.Fatalf("held frames came as %q, want %q", got, early)
+	}
+
+	// A keystroke's echo waits for its output and goes with it.
+	e, o := echo("b"), output("b")
+	s.Deliver(uri, []byte(e))
+	s.Deliver(uri, []byte(o))
+	if got := rec.frames(t); len(got) != 2 || got[0] != e || got[1] != o {
+		t.Fatalf("an echo and its output came as %q, want both in one message", got)
+	}
+
+	// An echo nothing follows goes alone.
+	e = echo("c")
+	s.Deliver(uri, []byte(e))
+	if got := rec.frames(t); len(got) != 1 || got[0] != e {
+		t.Fatalf("a lone echo came as %q", got)
+	}
+
+	// A refusal goes behind the echo before it.
+	e = echo("d")
+	s.Deliver(uri, []byte(e))
+	gw.mu.Lock()
+	via := gw.subs[pidKey(proxy)]
+	gw.mu.Unlock()
+	if via != s {
+		t.Fatal("the gateway does not know the proxy's subscription")
+	}
+	rejectSub{system: system, proxy: proxy, key: 7, via: via}.Deliver(uri, []byte("refused"))
+	if got := rec.frames(t); len(got) != 1 || got[0] != e {
+		t.Fatalf("before the refusal came %q, want the echo", got)
+	}
+	if m, ok := rec.next(t).(*rejected); !ok || m.Key != 7 {
+		t.Fatalf("after the echo came %T, want the refusal", m)
+	}
+
+	// Closed: nothing more, not even a waiting echo; the gateway lets it go.
+	s.Deliver(uri, []byte(echo("e")))
+	s.close()
+	s.Deliver(uri, []byte(output("f")))
+	gw.mu.Lock()
+	_, still := gw.subs[pidKey(proxy)]
+	gw.mu.Unlock()
+	if still {
+		t.Fatal("the gateway still holds a closed subscription")
+	}
+	// A frame delivered after this point would be a bug; the marker is sent by the
+	// test itself, so anything before it in the inbox came from the subscription.
+	system.Root.Send(proxy, "marker")
+	if m := rec.next(t); m != "marker" {
+		t.Fatalf("a closed subscription sent %T", m)
+	}
+}
