@@ -31,21 +31,9 @@ func runClusterSessions(t *testing.T, provider func(slot int) []string) {
 	const secret = "the cluster's secret"
 	ctx, cancel := context.WithTimeout(context.Background(), 3*waitTimeout)
 	defer cancel()
-	nodes := make([]*clusterNode, 3)
-	for i, name := range []string{"a", "b", "c"} {
-		nodes[i] = newClusterNode(t, bin, name, provider(i)...)
-		nodes[i].start(secret)
-	}
-	a, b, c := nodes[0], nodes[1], nodes[2]
-	rootA, rootB, rootC := a.dial(ctx, "root-a"), b.dial(ctx, "root-b"), c.dial(ctx, "root-c")
+	a, b, c := startThreeNodes(t, bin, provider, secret)
 	// The nodes know one another once each lists the others' terminals.
-	createOn(t, ctx, rootA, "root-a", "ahp-terminal:/on-a", "a")
-	createOn(t, ctx, rootB, "root-b", "ahp-terminal:/on-b", "b")
-	createOn(t, ctx, rootC, "root-c", "ahp-terminal:/on-c", "c")
-	three := map[string]string{"ahp-terminal:/on-a": "a", "ahp-terminal:/on-b": "b", "ahp-terminal:/on-c": "c"}
-	for _, r := range []*client.Conn{rootA, rootB, rootC} {
-		waitList(t, ctx, r, "every node's terminal on every node's list", hasRows(three))
-	}
+	rootA, rootB, rootC := rootsThatListEveryNode(t, ctx, a, b, c)
 
 	// A client of node a makes a session on node b: every node's root says so, and
 	// lists it, naming node b.

@@ -466,6 +466,40 @@ func TestClusterWithSeeds(t *testing.T) {
 	runCluster(t, seedsFlags(t, 5))
 }
 
+// startThreeNodes starts nodes a, b and c of one cluster, with provider's flags for
+// slots 0 to 2.
+func startThreeNodes(t *testing.T, bin string, provider func(slot int) []string, secret string) (a, b, c *clusterNode) {
+	t.Helper()
+	nodes := make([]*clusterNode, 3)
+	for i, name := range []string{"a", "b", "c"} {
+		nodes[i] = newClusterNode(t, bin, name, provider(i)...)
+	}
+	for _, n := range nodes {
+		n.start(secret)
+	}
+	return nodes[0], nodes[1], nodes[2]
+}
+
+// rootsThatListEveryNode dials the root of each of a, b and c, opens a terminal on
+// each (ahp-terminal:/on-a, /on-b, /on-c) and waits until every root lists all three,
+// each row naming its node: from then on the nodes know one another.
+func rootsThatListEveryNode(t *testing.T, ctx context.Context, a, b, c *clusterNode) (rootA, rootB, rootC *client.Conn) {
+	t.Helper()
+	rootA, rootB, rootC = a.dial(ctx, "root-a"), b.dial(ctx, "root-b"), c.dial(ctx, "root-c")
+	createOn(t, ctx, rootA, "root-a", "ahp-terminal:/on-a", "a")
+	createOn(t, ctx, rootB, "root-b", "ahp-terminal:/on-b", "b")
+	createOn(t, ctx, rootC, "root-c", "ahp-terminal:/on-c", "c")
+	for _, r := range []*client.Conn{rootA, rootB, rootC} {
+		waitList(t, ctx, r, "every node's terminal on every node's list", hasRows(terminalOfEachNode()))
+	}
+	return rootA, rootB, rootC
+}
+
+// terminalOfEachNode is the rows rootsThatListEveryNode opens: URI to node.
+func terminalOfEachNode() map[string]string {
+	return map[string]string{"ahp-terminal:/on-a": "a", "ahp-terminal:/on-b": "b", "ahp-terminal:/on-c": "c"}
+}
+
 // runCluster is the cluster's scenario, with provider giving each node's provider
 // flags (slot 0-2: the first three nodes, 3: the one that joins late, 4: the one with
 // the wrong secret).
@@ -475,25 +509,12 @@ func runCluster(t *testing.T, provider func(slot int) []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
 	defer cancel()
 
-	nodes := make([]*clusterNode, 3)
-	for i, name := range []string{"a", "b", "c"} {
-		nodes[i] = newClusterNode(t, bin, name, provider(i)...)
-	}
-	for _, n := range nodes {
-		n.start(secret)
-	}
-	a, b, c := nodes[0], nodes[1], nodes[2]
+	a, b, c := startThreeNodes(t, bin, provider, secret)
 
 	// Each node opens a terminal of its own; a client of any node sees all three,
 	// each row naming its node.
-	rootA, rootB, rootC := a.dial(ctx, "root-a"), b.dial(ctx, "root-b"), c.dial(ctx, "root-c")
-	createOn(t, ctx, rootA, "root-a", "ahp-terminal:/on-a", "a")
-	createOn(t, ctx, rootB, "root-b", "ahp-terminal:/on-b", "b")
-	createOn(t, ctx, rootC, "root-c", "ahp-terminal:/on-c", "c")
-	three := map[string]string{"ahp-terminal:/on-a": "a", "ahp-terminal:/on-b": "b", "ahp-terminal:/on-c": "c"}
-	for _, r := range []*client.Conn{rootA, rootB, rootC} {
-		waitList(t, ctx, r, "every node's terminal on every node's list", hasRows(three))
-	}
+	rootA, rootB, rootC := rootsThatListEveryNode(t, ctx, a, b, c)
+	three := terminalOfEachNode()
 	// `termhost ls` against one node shows every node's terminals and where each runs.
 	ls := runBin(t, bin, "", "ls", "--url", "ws://"+a.ws+"/", "--token", a.token)
 	if ls.code != 0 || !strings.Contains(ls.stdout, "NODE") {

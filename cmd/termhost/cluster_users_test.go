@@ -58,12 +58,8 @@ func runClusterUsers(t *testing.T, provider func(slot int) []string) {
 	const secret = "the cluster's secret"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
 	defer cancel()
-	nodes := make([]*clusterNode, 3)
-	for i, name := range []string{"a", "b", "c"} {
-		nodes[i] = newClusterNode(t, bin, name, provider(i)...)
-		nodes[i].start(secret)
-	}
-	a, b, c := nodes[0], nodes[1], nodes[2]
+	a, b, c := startThreeNodes(t, bin, provider, secret)
+	nodes := []*clusterNode{a, b, c}
 
 	// Each node made its own owner on its first start; the owner's token from any of
 	// them signs in on every node.
