@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/termhost/termhost/internal/bench"
+	"github.com/termhost/termhost/internal/bench/report"
 )
 
 // benchCmd is `termhost bench`: the scenarios of package bench against a running host
@@ -153,7 +154,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	var reps []*bench.Report
+	var reps []*report.Report
 	for i := range *runs {
 		if *runs > 1 {
 			fmt.Fprintf(stderr, "bench: run %d of %d\n", i+1, *runs)
@@ -184,7 +185,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	var err error
 	switch {
 	case len(reps) > 1 && *asJSON:
-		err = bench.Summarize(reps).WriteJSON(stdout)
+		err = report.Summarize(reps).WriteJSON(stdout)
 	case len(reps) > 1:
 		for _, rep := range reps {
 			if err = rep.WriteText(stdout); err != nil {
@@ -192,7 +193,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		fmt.Fprintln(stdout)
-		err = bench.Summarize(reps).WriteText(stdout)
+		err = report.Summarize(reps).WriteText(stdout)
 	case *asJSON:
 		err = reps[0].WriteJSON(stdout)
 	default:

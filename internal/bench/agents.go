@@ -17,6 +17,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/termhost/termhost/internal/bench/report"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -45,7 +46,7 @@ func agentsSummary(s Sizes) string {
 		agentsPrompt, AgentProvider, AgentReply, s.AgentSessionCounts, s.AgentsDuration)
 }
 
-func runAgents(ctx context.Context, e *env, r *Result) error {
+func runAgents(ctx context.Context, e *env, r *report.Result) error {
 	sz := e.sizes
 	r.Params["sessions"] = sz.AgentSessionCounts
 	r.Params["seconds"] = sz.AgentsDuration.Seconds()
@@ -76,24 +77,24 @@ func runAgents(ctx context.Context, e *env, r *Result) error {
 		}
 		label := fmt.Sprintf("%d session(s), %v", n, sz.AgentsDuration)
 		if hostless != "" {
-			r.add(Figure{Name: fmt.Sprintf("raw agent turns per second, %s, %d turns", label, raw.turns), Value: raw.rate(), Unit: UnitPerSecond})
-			r.add(Figure{Name: "raw agent turn p50, " + label, Value: percentile(raw.latencies, 0.5).Seconds(), Unit: UnitSeconds})
-			r.add(Figure{Name: "raw agent turn p99, " + label, Value: percentile(raw.latencies, 0.99).Seconds(), Unit: UnitSeconds})
+			r.Add(report.Figure{Name: fmt.Sprintf("raw agent turns per second, %s, %d turns", label, raw.turns), Value: raw.rate(), Unit: report.UnitPerSecond})
+			r.Add(report.Figure{Name: "raw agent turn p50, " + label, Value: percentile(raw.latencies, 0.5).Seconds(), Unit: report.UnitSeconds})
+			r.Add(report.Figure{Name: "raw agent turn p99, " + label, Value: percentile(raw.latencies, 0.99).Seconds(), Unit: report.UnitSeconds})
 			continue
 		}
 		label = fmt.Sprintf("%s, %d turns (raw %d)", label, host.turns, raw.turns)
-		f := r.add(Figure{Name: "turns per second, " + label, Value: host.rate(), Unit: UnitPerSecond}).withRaw(raw.rate())
+		f := r.Add(report.Figure{Name: "turns per second, " + label, Value: host.rate(), Unit: report.UnitPerSecond}).WithRaw(raw.rate())
 		if n > 1 && n == counts[len(counts)-1] {
-			f.target("≥ 0.50 × raw", f.Ratio != nil && *f.Ratio >= 0.5)
+			f.Judge("≥ 0.50 × raw", f.Ratio != nil && *f.Ratio >= 0.5)
 		}
-		r.add(Figure{Name: "turn p50, " + label, Value: percentile(host.latencies, 0.5).Seconds(), Unit: UnitSeconds}).withRaw(percentile(raw.latencies, 0.5).Seconds())
-		r.add(Figure{Name: "turn p99, " + label, Value: percentile(host.latencies, 0.99).Seconds(), Unit: UnitSeconds}).withRaw(percentile(raw.latencies, 0.99).Seconds())
+		r.Add(report.Figure{Name: "turn p50, " + label, Value: percentile(host.latencies, 0.5).Seconds(), Unit: report.UnitSeconds}).WithRaw(percentile(raw.latencies, 0.5).Seconds())
+		r.Add(report.Figure{Name: "turn p99, " + label, Value: percentile(host.latencies, 0.99).Seconds(), Unit: report.UnitSeconds}).WithRaw(percentile(raw.latencies, 0.99).Seconds())
 	}
 	if hostless != "" {
-		r.note("host side left out: %s; only the raw side was measured", hostless)
+		r.Note("host side left out: %s; only the raw side was measured", hostless)
 	}
-	r.note("each session's agent is warmed by one untimed turn first (its process started, initialize and session/new answered); so is each raw agent")
-	r.note("raw figures are %q driven over ACP by as many goroutines as there are sessions, from this process", e.cfg.AgentCommand)
+	r.Note("each session's agent is warmed by one untimed turn first (its process started, initialize and session/new answered); so is each raw agent")
+	r.Note("raw figures are %q driven over ACP by as many goroutines as there are sessions, from this process", e.cfg.AgentCommand)
 	e.noteShared(r)
 	return nil
 }

@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/termhost/termhost/internal/bench/report"
 	"github.com/termhost/termhost/internal/procstat"
 )
 
@@ -219,7 +220,7 @@ type Config struct {
 type scenario struct {
 	name    string
 	summary func(s Sizes) string
-	run     func(ctx context.Context, e *env, r *Result) error
+	run     func(ctx context.Context, e *env, r *report.Result) error
 	// onlyByName keeps a long scenario out of a run that names none.
 	onlyByName bool
 }
@@ -279,7 +280,7 @@ type env struct {
 // Run runs the chosen scenarios against the host cfg names and reports every one of
 // them, including those that failed (their Error says why). The error is non-nil only
 // when the host cannot be reached or a scenario name is unknown.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("bench: a host URL is required")
 	}
@@ -300,7 +301,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	case cfg.HostPID > 0:
 		e.pid = cfg.HostPID
 	}
-	rep := &Report{Started: time.Now(), Machine: machineInfo()}
+	rep := &report.Report{Started: time.Now(), Machine: machineInfo()}
 	hostShell, err := e.probe(ctx)
 	if err != nil {
 		return nil, err
@@ -309,9 +310,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if e.shell == "" {
 		e.shell = pickShell(hostShell)
 	}
-	rep.Host = HostInfo{URL: cfg.URL, InProcess: cfg.InProcess, Started: cfg.Started, PID: e.pid, Pty: e.pty, Shell: e.shell, HostShell: hostShell}
+	rep.Host = report.HostInfo{URL: cfg.URL, InProcess: cfg.InProcess, Started: cfg.Started, PID: e.pid, Pty: e.pty, Shell: e.shell, HostShell: hostShell}
 	for _, s := range chosen {
-		r := &Result{Name: s.name, Summary: s.summary(e.sizes), Params: map[string]any{}}
+		r := &report.Result{Name: s.name, Summary: s.summary(e.sizes), Params: map[string]any{}}
 		start := time.Now()
 		e.prog.say("%s: %s", s.name, r.Summary)
 		if err := s.run(ctx, e, r); err != nil {
@@ -420,8 +421,8 @@ func (e *env) hostRSS() (int64, bool) {
 	return procstat.RSSBytes(e.pid)
 }
 
-func machineInfo() MachineInfo {
-	m := MachineInfo{CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+func machineInfo() report.MachineInfo {
+	m := report.MachineInfo{CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termhost/termhost/internal/bench/report"
 	"github.com/termhost/termhost/pty"
 )
 
@@ -29,19 +30,19 @@ var tinySizes = Sizes{
 }
 
 // run runs scenarios against a host started in this process for the test.
-func run(t *testing.T, usePty bool, names ...string) *Report {
+func run(t *testing.T, usePty bool, names ...string) *report.Report {
 	t.Helper()
 	return runWith(t, usePty, nil, names...)
 }
 
 // runWith is run with the config changed by set first, when set is not nil.
-func runWith(t *testing.T, usePty bool, set func(*Config), names ...string) *Report {
+func runWith(t *testing.T, usePty bool, set func(*Config), names ...string) *report.Report {
 	t.Helper()
 	return runOnHost(t, LocalHostOptions{UsePty: usePty, EmptyHome: true}, set, names...)
 }
 
 // runOnHost is runWith against a host started with opts.
-func runOnHost(t *testing.T, opts LocalHostOptions, set func(*Config), names ...string) *Report {
+func runOnHost(t *testing.T, opts LocalHostOptions, set func(*Config), names ...string) *report.Report {
 	t.Helper()
 	h, err := StartLocalHost(opts)
 	if err != nil {
@@ -84,7 +85,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func text(rep *Report) string {
+func text(rep *report.Report) string {
 	var b bytes.Buffer
 	_ = rep.WriteText(&b)
 	return b.String()
@@ -92,7 +93,7 @@ func text(rep *Report) string {
 
 // figure finds a figure by the start of its name, failing the test with the report
 // when it is missing.
-func figure(t *testing.T, rep *Report, scenario, name string) Figure {
+func figure(t *testing.T, rep *report.Report, scenario, name string) report.Figure {
 	t.Helper()
 	for _, s := range rep.Scenarios {
 		if s.Name != scenario {
@@ -105,19 +106,19 @@ func figure(t *testing.T, rep *Report, scenario, name string) Figure {
 		}
 	}
 	t.Fatalf("no figure %q in %s:\n%s", name, scenario, text(rep))
-	return Figure{}
+	return report.Figure{}
 }
 
 // positive asserts a figure measured something, and that its raw counterpart and
 // ratio did too where it has them.
-func positive(t *testing.T, rep *Report, f Figure) {
+func positive(t *testing.T, rep *report.Report, f report.Figure) {
 	t.Helper()
 	if f.Value <= 0 || (f.Raw != nil && *f.Raw <= 0) || (f.Ratio != nil && *f.Ratio <= 0) {
 		t.Fatalf("figure %q is not a positive measurement: %+v\n%s", f.Name, f, text(rep))
 	}
 }
 
-func hasTarget(t *testing.T, rep *Report, f Figure) {
+func hasTarget(t *testing.T, rep *report.Report, f report.Figure) {
 	t.Helper()
 	if f.Target == "" || f.Pass == nil {
 		t.Fatalf("figure %q has no target verdict\n%s", f.Name, text(rep))
@@ -182,7 +183,7 @@ func TestChurn(t *testing.T) {
 	for _, name := range []string{"cycles per second, 1 client", "cycles per second, 2 client"} {
 		positive(t, rep, figure(t, rep, "churn", name))
 	}
-	for _, name := range []string{"procstat.Zombies right after", "procstat.Zombies after settling", "children left", "descriptor delta", "goroutine delta"} {
+	for _, name := range []string{"zombies right after", "zombies after settling", "children left", "descriptor delta", "goroutine delta"} {
 		figure(t, rep, "churn", name)
 	}
 }
@@ -325,7 +326,7 @@ func TestJSONShape(t *testing.T) {
 		t.Fatalf("scenarios: %s", b.String())
 	}
 	median := doc.Scenarios[0].Figures[0]
-	if median.Name != "round trip, median" || median.Value == nil || median.Unit != UnitSeconds || median.Raw == nil || median.Ratio == nil || median.Target == "" || median.Pass == nil {
+	if median.Name != "round trip, median" || median.Value == nil || median.Unit != report.UnitSeconds || median.Raw == nil || median.Ratio == nil || median.Target == "" || median.Pass == nil {
 		t.Fatalf("the first echo figure: %+v", median)
 	}
 }

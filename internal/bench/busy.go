@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strconv"
 	"sync/atomic"
+
+	"github.com/termhost/termhost/internal/bench/report"
 )
 
 // The busy scenario: the throughput flood, host and raw, with a CPU-bound neighbour on
@@ -89,7 +91,7 @@ func busySummary(s Sizes) string {
 	return fmt.Sprintf("the throughput flood (%s) and its raw side with %d goroutines spinning in another process (termhost bench-busy)", mb(s.ThroughputBytes), s.BusySpinners)
 }
 
-func runBusy(ctx context.Context, e *env, r *Result) error {
+func runBusy(ctx context.Context, e *env, r *report.Result) error {
 	n, spinners := e.sizes.ThroughputBytes, e.sizes.BusySpinners
 	r.Params["bytes"] = n
 	r.Params["spinners"] = spinners
@@ -109,19 +111,19 @@ func runBusy(ctx context.Context, e *env, r *Result) error {
 	}
 	raw, rawCPU, hostCPU, run := &m.raw, m.rawCPU, m.hostCPU, m.run
 	s := run.subs[0]
-	f := r.add(Figure{Name: "throughput beside a busy neighbour", Value: s.rate(), Unit: UnitBytesPerSecond}).withRaw(raw.rate())
-	f.target("≥ 0.85 × raw under the same load", f.Ratio != nil && *f.Ratio >= 0.85)
+	f := r.Add(report.Figure{Name: "throughput beside a busy neighbour", Value: s.rate(), Unit: report.UnitBytesPerSecond}).WithRaw(raw.rate())
+	f.Judge("≥ 0.85 × raw under the same load", f.Ratio != nil && *f.Ratio >= 0.85)
 	if mb := float64(s.end.Bytes) / 1e6; mb > 0 && hostCPU.ok && rawCPU.ok {
 		who := "host"
 		if e.cfg.InProcess {
 			who = "host and subscriber"
 		}
-		f := r.add(Figure{Name: "CPU per MB, " + who, Value: hostCPU.process / mb, Unit: UnitSeconds}).withRaw(rawCPU.process / (float64(raw.bytes) / 1e6))
-		f.target("≤ 1.1 × the raw reader's", f.Ratio != nil && *f.Ratio <= 1.1)
-		r.add(Figure{Name: "machine CPUs busy", Value: hostCPU.busy, Unit: UnitRatio}).withRaw(rawCPU.busy)
+		f := r.Add(report.Figure{Name: "CPU per MB, " + who, Value: hostCPU.process / mb, Unit: report.UnitSeconds}).WithRaw(rawCPU.process / (float64(raw.bytes) / 1e6))
+		f.Judge("≤ 1.1 × the raw reader's", f.Ratio != nil && *f.Ratio <= 1.1)
+		r.Add(report.Figure{Name: "machine CPUs busy", Value: hostCPU.busy, Unit: report.UnitRatio}).WithRaw(rawCPU.busy)
 	}
 	if !s.complete(run.expected) {
-		r.note("the subscriber did not see the whole flood: %s", describeEnd(s.end))
+		r.Note("the subscriber did not see the whole flood: %s", describeEnd(s.end))
 	}
 	e.noteShared(r)
 	return nil

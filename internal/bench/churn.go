@@ -10,11 +10,12 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/termhost/termhost/internal/bench/report"
 	"github.com/termhost/termhost/internal/procstat"
 )
 
 func churnSummary(s Sizes) string {
-	return fmt.Sprintf("createTerminal → run `true` → terminal/exited → disposeTerminal with %v concurrent clients (%d cycles with the most, %d with the others), against spawning `SHELL -c true` on a local pty; then the host's procstat.Zombies, descriptors and goroutines", s.ChurnClients, s.ChurnCycles, rateCycles(s.ChurnCycles))
+	return fmt.Sprintf("createTerminal → run `true` → terminal/exited → disposeTerminal with %v concurrent clients (%d cycles with the most, %d with the others), against spawning `SHELL -c true` on a local pty; then the host's zombies, descriptors and goroutines", s.ChurnClients, s.ChurnCycles, rateCycles(s.ChurnCycles))
 }
 
 // rateCycles is how many cycles a run that only measures a rate does.
@@ -22,7 +23,7 @@ func rateCycles(cycles int) int {
 	return max(cycles/4, min(cycles, 100))
 }
 
-func runChurn(ctx context.Context, e *env, r *Result) error {
+func runChurn(ctx context.Context, e *env, r *report.Result) error {
 	cycles := e.sizes.ChurnCycles
 	r.Params["cycles"] = cycles
 	r.Params["clients"] = e.sizes.ChurnClients
@@ -69,20 +70,20 @@ func runChurn(ctx context.Context, e *env, r *Result) error {
 		if err != nil {
 			return fmt.Errorf("%d clients: %w", clients, err)
 		}
-		f := r.add(Figure{Name: fmt.Sprintf("cycles per second, %d client(s), %d cycles", clients, n), Value: rate, Unit: UnitPerSecond}).withRaw(rawRates[clients])
+		f := r.Add(report.Figure{Name: fmt.Sprintf("cycles per second, %d client(s), %d cycles", clients, n), Value: rate, Unit: report.UnitPerSecond}).WithRaw(rawRates[clients])
 		if clients == 8 {
-			f.target("≥ 0.50 × raw", f.Ratio != nil && *f.Ratio >= 0.5)
+			f.Judge("≥ 0.50 × raw", f.Ratio != nil && *f.Ratio >= 0.5)
 		}
 	}
 
 	if e.pid == 0 {
-		r.note("the host's children, descriptors and goroutines are unknown (a remote host: pass --host-pid)")
+		r.Note("the host's children, descriptors and goroutines are unknown (a remote host: pass --host-pid)")
 		return nil
 	}
 	// Right after the last dispose is answered, some children may not be reaped yet:
 	// that is a count, not a leak. What is left after a settling moment is.
 	kids, _ := procstat.Children(e.pid)
-	r.add(Figure{Name: "procstat.Zombies right after the last cycle", Value: float64(procstat.Zombies(kids)), Unit: UnitCount})
+	r.Add(report.Figure{Name: "zombies right after the last cycle", Value: float64(procstat.Zombies(kids)), Unit: report.UnitCount})
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		kids, _ = procstat.Children(e.pid)
@@ -93,21 +94,21 @@ func runChurn(ctx context.Context, e *env, r *Result) error {
 		time.Sleep(50 * time.Millisecond) // no event says another process was reaped
 	}
 	kids, _ = procstat.Children(e.pid)
-	r.add(Figure{Name: "procstat.Zombies after settling (≤ 10 s)", Value: float64(procstat.Zombies(kids)), Unit: UnitCount}).target("0", procstat.Zombies(kids) == 0)
-	r.add(Figure{Name: "children left after settling", Value: float64(len(kids)), Unit: UnitCount})
+	r.Add(report.Figure{Name: "zombies after settling (≤ 10 s)", Value: float64(procstat.Zombies(kids)), Unit: report.UnitCount}).Judge("0", procstat.Zombies(kids) == 0)
+	r.Add(report.Figure{Name: "children left after settling", Value: float64(len(kids)), Unit: report.UnitCount})
 	if fdsKnown {
 		fds, _ := procstat.Descriptors(e.pid)
-		r.add(Figure{Name: "descriptor delta", Value: float64(fds - fdsBefore), Unit: UnitCount}).target("0", fds <= fdsBefore)
+		r.Add(report.Figure{Name: "descriptor delta", Value: float64(fds - fdsBefore), Unit: report.UnitCount}).Judge("0", fds <= fdsBefore)
 	}
 	if e.cfg.InProcess {
 		g := runtime.NumGoroutine() - goroutinesBefore
-		r.add(Figure{Name: "goroutine delta", Value: float64(g), Unit: UnitCount}).target("0", g <= 0)
+		r.Add(report.Figure{Name: "goroutine delta", Value: float64(g), Unit: report.UnitCount}).Judge("0", g <= 0)
 	} else if threadsKnown {
 		// Goroutines of another process are out of sight; its threads are not. The
 		// runtime keeps threads it made for a burst, so a delta is a hint, not a leak.
 		th, _ := procstat.Threads(e.pid)
-		r.add(Figure{Name: "thread delta", Value: float64(th - threadsBefore), Unit: UnitCount})
-		r.note("goroutines are counted only with the host in this process (--host inprocess)")
+		r.Add(report.Figure{Name: "thread delta", Value: float64(th - threadsBefore), Unit: report.UnitCount})
+		r.Note("goroutines are counted only with the host in this process (--host inprocess)")
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/termhost/termhost/actors/cluster"
 	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/internal/bench/report"
 	"github.com/termhost/termhost/internal/echotrace"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/server"
@@ -190,7 +191,7 @@ func (k *ctl) createOn(ctx context.Context, uri, command, node string) error {
 	return nil
 }
 
-func runCluster(ctx context.Context, e *env, r *Result) error {
+func runCluster(ctx context.Context, e *env, r *report.Result) error {
 	n := clusterFloodBytes(e.sizes)
 	r.Params["nodes"] = clusterNodeCount
 	r.Params["bytes"] = n
@@ -218,25 +219,25 @@ func runCluster(ctx context.Context, e *env, r *Result) error {
 			}
 		}
 	}
-	f := r.add(Figure{Name: "throughput, terminal on another node (median of rounds)", Value: median(cross), Unit: UnitBytesPerSecond}).withRaw(median(same))
-	f.target("≥ 0.80 × same node", f.Ratio != nil && *f.Ratio >= 0.8)
-	r.note("throughput rounds, B/s: same node %s; other node %s", rates(same), rates(cross))
+	f := r.Add(report.Figure{Name: "throughput, terminal on another node (median of rounds)", Value: report.Median(cross), Unit: report.UnitBytesPerSecond}).WithRaw(report.Median(same))
+	f.Judge("≥ 0.80 × same node", f.Ratio != nil && *f.Ratio >= 0.8)
+	r.Note("throughput rounds, B/s: same node %s; other node %s", rates(same), rates(cross))
 
 	sameTimes, crossTimes, pings, err := c.echo(ctx, e, entry, owner)
 	if err != nil {
 		return err
 	}
 	sm, cm, pm := percentile(sameTimes, 0.5), percentile(crossTimes, 0.5), percentile(pings, 0.5)
-	ef := r.add(Figure{Name: "keystroke echo, terminal on another node, median", Value: cm.Seconds(), Unit: UnitSeconds}).withRaw(sm.Seconds())
-	ef.target("≤ same node + one node-to-node round trip", cm <= sm+pm)
-	r.add(Figure{Name: "keystroke echo, terminal on another node, p99", Value: percentile(crossTimes, 0.99).Seconds(), Unit: UnitSeconds}).withRaw(percentile(sameTimes, 0.99).Seconds())
-	r.add(Figure{Name: "node-to-node round trip (protoactor remote), median", Value: pm.Seconds(), Unit: UnitSeconds})
-	r.add(Figure{Name: "echo added by the other node ÷ node-to-node round trip", Value: (cm - sm).Seconds() / pm.Seconds(), Unit: UnitRatio})
+	ef := r.Add(report.Figure{Name: "keystroke echo, terminal on another node, median", Value: cm.Seconds(), Unit: report.UnitSeconds}).WithRaw(sm.Seconds())
+	ef.Judge("≤ same node + one node-to-node round trip", cm <= sm+pm)
+	r.Add(report.Figure{Name: "keystroke echo, terminal on another node, p99", Value: percentile(crossTimes, 0.99).Seconds(), Unit: report.UnitSeconds}).WithRaw(percentile(sameTimes, 0.99).Seconds())
+	r.Add(report.Figure{Name: "node-to-node round trip (protoactor remote), median", Value: pm.Seconds(), Unit: report.UnitSeconds})
+	r.Add(report.Figure{Name: "echo added by the other node ÷ node-to-node round trip", Value: (cm - sm).Seconds() / pm.Seconds(), Unit: report.UnitRatio})
 
 	if err := c.converge(ctx, e, r); err != nil {
 		return err
 	}
-	r.note("all %d nodes and the clients share this process's %d CPUs", clusterNodeCount, e.machineCPUs())
+	r.Note("all %d nodes and the clients share this process's %d CPUs", clusterNodeCount, e.machineCPUs())
 	return nil
 }
 
@@ -411,7 +412,7 @@ func (c *clusterNodes) echo(ctx context.Context, e *env, entry, owner int) (same
 
 // converge opens the terminals through every node at once, none naming a node, and
 // times how long until every node's root list holds them all.
-func (c *clusterNodes) converge(ctx context.Context, e *env, r *Result) error {
+func (c *clusterNodes) converge(ctx context.Context, e *env, r *report.Result) error {
 	total := e.sizes.ClusterTerminals
 	wctx, cancel := e.waitCtx(ctx)
 	defer cancel()
@@ -511,14 +512,14 @@ func (c *clusterNodes) converge(ctx context.Context, e *env, r *Result) error {
 	if slices.Contains(converged, 0) {
 		return fmt.Errorf("not every node listed all %d terminals in time", total)
 	}
-	r.add(Figure{Name: fmt.Sprintf("%d terminals opened across %d nodes, every create answered", total, clusterNodeCount), Value: answered.Seconds(), Unit: UnitSeconds})
-	r.add(Figure{Name: fmt.Sprintf("until every node lists all %d", total), Value: last.Seconds(), Unit: UnitSeconds})
-	r.add(Figure{Name: "root list convergence after the last create's answer", Value: max(last-answered, 0).Seconds(), Unit: UnitSeconds})
+	r.Add(report.Figure{Name: fmt.Sprintf("%d terminals opened across %d nodes, every create answered", total, clusterNodeCount), Value: answered.Seconds(), Unit: report.UnitSeconds})
+	r.Add(report.Figure{Name: fmt.Sprintf("until every node lists all %d", total), Value: last.Seconds(), Unit: report.UnitSeconds})
+	r.Add(report.Figure{Name: "root list convergence after the last create's answer", Value: max(last-answered, 0).Seconds(), Unit: report.UnitSeconds})
 	var placed []string
 	for _, name := range c.names {
 		placed = append(placed, fmt.Sprintf("%s %d", name, perNode[name]))
 	}
-	r.note("placement (least loaded; no create named a node): %s; each node listed them all after %s", strings.Join(placed, ", "), durations(converged))
+	r.Note("placement (least loaded; no create named a node): %s; each node listed them all after %s", strings.Join(placed, ", "), durations(converged))
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/termhost/termhost/internal/bench/report"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -46,7 +47,7 @@ func keyFor(i int) byte { return 'a' + byte(i%26) }
 // control-frame ping (answered by the host's socket reader, with no actor in the way)
 // plus the raw keystroke. The three take turns, one each per round, so a burst of other
 // work on the machine lands on all of them alike.
-func runEcho(ctx context.Context, e *env, r *Result) error {
+func runEcho(ctx context.Context, e *env, r *report.Result) error {
 	keys := e.sizes.EchoKeys
 	r.Params["keystrokes"] = keys
 	r.Params["command"] = e.echoCommand()
@@ -94,17 +95,17 @@ func runEcho(ctx context.Context, e *env, r *Result) error {
 	fm, fp := percentile(floors, 0.5), percentile(floors, 0.99)
 	// The raw figure beside the round trip is the floor, ping + cat, from the same
 	// rounds; the targets are ratios to it.
-	f := r.add(Figure{Name: "round trip, median", Value: hm.Seconds(), Unit: UnitSeconds}).withRaw(fm.Seconds())
-	f.target("≤ 1.15 × floor (WebSocket ping + raw)", f.Ratio != nil && *f.Ratio <= 1.15)
-	f = r.add(Figure{Name: "round trip, p99", Value: hp.Seconds(), Unit: UnitSeconds}).withRaw(fp.Seconds())
-	f.target("≤ 1.5 × floor's p99", f.Ratio != nil && *f.Ratio <= 1.5)
-	r.add(Figure{Name: "round trip, median, against cat alone", Value: hm.Seconds(), Unit: UnitSeconds}).withRaw(percentile(rawTimes, 0.5).Seconds())
-	r.add(Figure{Name: "round trip, max", Value: slices.Max(hostTimes).Seconds(), Unit: UnitSeconds}).withRaw(slices.Max(floors).Seconds())
-	r.add(Figure{Name: "floor: WebSocket ping, median", Value: percentile(pings, 0.5).Seconds(), Unit: UnitSeconds})
-	r.add(Figure{Name: "floor: WebSocket ping, p99", Value: percentile(pings, 0.99).Seconds(), Unit: UnitSeconds})
-	r.add(Figure{Name: "floor: raw pty round trip, median", Value: percentile(rawTimes, 0.5).Seconds(), Unit: UnitSeconds})
-	r.add(Figure{Name: "floor: raw pty round trip, p99", Value: percentile(rawTimes, 0.99).Seconds(), Unit: UnitSeconds})
-	r.add(Figure{Name: "host's own part, median (round trip − floor)", Value: (hm - fm).Seconds(), Unit: UnitSeconds})
+	f := r.Add(report.Figure{Name: "round trip, median", Value: hm.Seconds(), Unit: report.UnitSeconds}).WithRaw(fm.Seconds())
+	f.Judge("≤ 1.15 × floor (WebSocket ping + raw)", f.Ratio != nil && *f.Ratio <= 1.15)
+	f = r.Add(report.Figure{Name: "round trip, p99", Value: hp.Seconds(), Unit: report.UnitSeconds}).WithRaw(fp.Seconds())
+	f.Judge("≤ 1.5 × floor's p99", f.Ratio != nil && *f.Ratio <= 1.5)
+	r.Add(report.Figure{Name: "round trip, median, against cat alone", Value: hm.Seconds(), Unit: report.UnitSeconds}).WithRaw(percentile(rawTimes, 0.5).Seconds())
+	r.Add(report.Figure{Name: "round trip, max", Value: slices.Max(hostTimes).Seconds(), Unit: report.UnitSeconds}).WithRaw(slices.Max(floors).Seconds())
+	r.Add(report.Figure{Name: "floor: WebSocket ping, median", Value: percentile(pings, 0.5).Seconds(), Unit: report.UnitSeconds})
+	r.Add(report.Figure{Name: "floor: WebSocket ping, p99", Value: percentile(pings, 0.99).Seconds(), Unit: report.UnitSeconds})
+	r.Add(report.Figure{Name: "floor: raw pty round trip, median", Value: percentile(rawTimes, 0.5).Seconds(), Unit: report.UnitSeconds})
+	r.Add(report.Figure{Name: "floor: raw pty round trip, p99", Value: percentile(rawTimes, 0.99).Seconds(), Unit: report.UnitSeconds})
+	r.Add(report.Figure{Name: "host's own part, median (round trip − floor)", Value: (hm - fm).Seconds(), Unit: report.UnitSeconds})
 
 	// An AHP ping request: the socket, the connection's handling and the writer, with
 	// no terminal.
@@ -116,7 +117,7 @@ func runEcho(ctx context.Context, e *env, r *Result) error {
 		}
 		ahp = append(ahp, d)
 	}
-	r.add(Figure{Name: "AHP ping request, median", Value: percentile(ahp, 0.5).Seconds(), Unit: UnitSeconds})
+	r.Add(report.Figure{Name: "AHP ping request, median", Value: percentile(ahp, 0.5).Seconds(), Unit: report.UnitSeconds})
 
 	// CPU per keystroke, each side metered on its own (the rounds above mix them).
 	if !e.cfg.InProcess {
@@ -136,7 +137,7 @@ func runEcho(ctx context.Context, e *env, r *Result) error {
 		}
 		rawCPU.stop()
 		if hostCPU.ok && rawCPU.ok {
-			r.add(Figure{Name: "CPU per keystroke, host process (raw: the reading process)", Value: hostCPU.process / float64(n), Unit: UnitSeconds}).withRaw(rawCPU.process / float64(n))
+			r.Add(report.Figure{Name: "CPU per keystroke, host process (raw: the reading process)", Value: hostCPU.process / float64(n), Unit: report.UnitSeconds}).WithRaw(rawCPU.process / float64(n))
 		}
 	}
 	e.noteShared(r)

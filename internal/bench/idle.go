@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/termhost/termhost/internal/bench/report"
 	"github.com/termhost/termhost/internal/client"
 	"github.com/termhost/termhost/internal/procstat"
 	"github.com/termhost/termhost/messages"
@@ -29,7 +30,7 @@ func idleSummary(s Sizes) string {
 	return fmt.Sprintf("%d idle shells at their prompt: host memory per terminal, the time to list them and to subscribe to all of them", s.IdleTerminals)
 }
 
-func runIdle(ctx context.Context, e *env, r *Result) error {
+func runIdle(ctx context.Context, e *env, r *report.Result) error {
 	n := e.sizes.IdleTerminals
 	r.Params["terminals"] = n
 
@@ -39,7 +40,7 @@ func runIdle(ctx context.Context, e *env, r *Result) error {
 	// host's turn.
 	rawPer, rawErr := e.rawIdle(min(n, rawIdleShells))
 	if rawErr != nil {
-		r.note("raw idle shells failed: %v", rawErr)
+		r.Note("raw idle shells failed: %v", rawErr)
 	}
 
 	ctls, closeCtls, err := e.dialCtls(ctx, "idle", idleWorkers)
@@ -89,39 +90,39 @@ func runIdle(ctx context.Context, e *env, r *Result) error {
 	if err != nil {
 		return err
 	}
-	r.add(Figure{Name: fmt.Sprintf("open %d (%d at a time)", n, idleWorkers), Value: time.Since(start).Seconds(), Unit: UnitSeconds})
+	r.Add(report.Figure{Name: fmt.Sprintf("open %d (%d at a time)", n, idleWorkers), Value: time.Since(start).Seconds(), Unit: report.UnitSeconds})
 	afterOpenUnsettled, _ := e.hostRSS()
 	e.settleMemory()
 	afterOpen, _ := e.hostRSS()
 	if rssKnown {
 		per := float64(afterOpen-before) / float64(n)
-		f := r.add(Figure{Name: "host memory per terminal (RSS delta / N)", Value: per, Unit: UnitBytes})
+		f := r.Add(report.Figure{Name: "host memory per terminal (RSS delta / N)", Value: per, Unit: report.UnitBytes})
 		switch {
 		case rawErr != nil:
 		case rawPer > 0:
-			f.withRaw(rawPer)
+			f.WithRaw(rawPer)
 		default:
-			r.note("the raw shells' memory was below what RSS resolves with %d of them", min(n, rawIdleShells))
+			r.Note("the raw shells' memory was below what RSS resolves with %d of them", min(n, rawIdleShells))
 		}
 		if per > 0 {
-			f.target("≤ 256 KiB", per <= 256<<10)
+			f.Judge("≤ 256 KiB", per <= 256<<10)
 		} else {
 			// A few terminals can be within the noise of RSS (a GC, the scavenger).
-			r.note("the host's RSS did not grow measurably with %d terminals; open more for a memory figure", n)
+			r.Note("the host's RSS did not grow measurably with %d terminals; open more for a memory figure", n)
 		}
 		if e.cfg.InProcess {
-			r.add(Figure{Name: "same, before a GC gives garbage back", Value: float64(afterOpenUnsettled-before) / float64(n), Unit: UnitBytes})
+			r.Add(report.Figure{Name: "same, before a GC gives garbage back", Value: float64(afterOpenUnsettled-before) / float64(n), Unit: report.UnitBytes})
 			var heap runtime.MemStats
 			runtime.ReadMemStats(&heap)
-			r.add(Figure{Name: "Go heap in use per terminal", Value: (float64(heap.HeapInuse) - float64(heapBefore.HeapInuse)) / float64(n), Unit: UnitBytes})
-			r.add(Figure{Name: "goroutine stacks per terminal", Value: (float64(heap.StackInuse) - float64(heapBefore.StackInuse)) / float64(n), Unit: UnitBytes})
-			r.add(Figure{Name: "goroutines per terminal", Value: float64(runtime.NumGoroutine()-goroutinesBefore) / float64(n), Unit: UnitCount})
-			r.note("in-process host: RSS is this process's VmRSS after a GC that gives freed memory back; the shells are processes of their own and not in it")
+			r.Add(report.Figure{Name: "Go heap in use per terminal", Value: (float64(heap.HeapInuse) - float64(heapBefore.HeapInuse)) / float64(n), Unit: report.UnitBytes})
+			r.Add(report.Figure{Name: "goroutine stacks per terminal", Value: (float64(heap.StackInuse) - float64(heapBefore.StackInuse)) / float64(n), Unit: report.UnitBytes})
+			r.Add(report.Figure{Name: "goroutines per terminal", Value: float64(runtime.NumGoroutine()-goroutinesBefore) / float64(n), Unit: report.UnitCount})
+			r.Note("in-process host: RSS is this process's VmRSS after a GC that gives freed memory back; the shells are processes of their own and not in it")
 		} else {
-			r.note("RSS is the host process's VmRSS, with no GC forced in it, so garbage counts too; the shells are processes of their own and not in it")
+			r.Note("RSS is the host process's VmRSS, with no GC forced in it, so garbage counts too; the shells are processes of their own and not in it")
 		}
 	} else {
-		r.note("the host's memory is unknown (a remote host: pass --host-pid)")
+		r.Note("the host's memory is unknown (a remote host: pass --host-pid)")
 	}
 
 	// List: one new connection's initialize with the root snapshot.
@@ -148,10 +149,10 @@ func runIdle(ctx context.Context, e *env, r *Result) error {
 		return fmt.Errorf("initialize with the root: %w", err)
 	}
 	listed, ours := countTerminals(res.Snapshots, "ahp-terminal:/bench-"+e.run+"-idle-")
-	r.add(Figure{Name: fmt.Sprintf("list: initialize with the root (%d terminals)", listed), Value: listTime.Seconds(), Unit: UnitSeconds})
-	r.add(Figure{Name: "initialize answer size", Value: float64(len(res.Raw)), Unit: UnitBytes})
+	r.Add(report.Figure{Name: fmt.Sprintf("list: initialize with the root (%d terminals)", listed), Value: listTime.Seconds(), Unit: report.UnitSeconds})
+	r.Add(report.Figure{Name: "initialize answer size", Value: float64(len(res.Raw)), Unit: report.UnitBytes})
 	if ours != n {
-		r.note("the root list showed %d of this run's %d terminals", ours, n)
+		r.Note("the root list showed %d of this run's %d terminals", ours, n)
 	}
 
 	// Subscribe to every one of them on that one connection, several requests at a
@@ -165,18 +166,18 @@ func runIdle(ctx context.Context, e *env, r *Result) error {
 	if err != nil {
 		return err
 	}
-	r.add(Figure{Name: fmt.Sprintf("subscribe to all %d (%d at a time, one connection)", n, inFlight), Value: time.Since(start).Seconds(), Unit: UnitSeconds})
+	r.Add(report.Figure{Name: fmt.Sprintf("subscribe to all %d (%d at a time, one connection)", n, inFlight), Value: time.Since(start).Seconds(), Unit: report.UnitSeconds})
 	if rssKnown {
 		e.settleMemory()
 		afterSub, _ := e.hostRSS()
-		r.add(Figure{Name: "host memory per subscription", Value: float64(afterSub-afterOpen) / float64(n), Unit: UnitBytes})
+		r.Add(report.Figure{Name: "host memory per subscription", Value: float64(afterSub-afterOpen) / float64(n), Unit: report.UnitBytes})
 	}
 
 	start = time.Now()
 	if err := disposeOpened(ctx); err != nil {
 		return err
 	}
-	r.add(Figure{Name: fmt.Sprintf("dispose all %d", n), Value: time.Since(start).Seconds(), Unit: UnitSeconds})
+	r.Add(report.Figure{Name: fmt.Sprintf("dispose all %d", n), Value: time.Since(start).Seconds(), Unit: report.UnitSeconds})
 	if !rssKnown {
 		return nil
 	}
@@ -191,12 +192,12 @@ func runIdle(ctx context.Context, e *env, r *Result) error {
 	}
 	e.settleMemory()
 	afterDispose, _ := e.hostRSS()
-	r.add(Figure{Name: "host memory per terminal left after disposing all", Value: float64(afterDispose-before) / float64(n), Unit: UnitBytes})
+	r.Add(report.Figure{Name: "host memory per terminal left after disposing all", Value: float64(afterDispose-before) / float64(n), Unit: report.UnitBytes})
 	if e.cfg.InProcess {
 		var heap runtime.MemStats
 		runtime.ReadMemStats(&heap)
-		r.add(Figure{Name: "Go heap in use per terminal left after disposing all", Value: (float64(heap.HeapInuse) - float64(heapBefore.HeapInuse)) / float64(n), Unit: UnitBytes})
-		r.add(Figure{Name: "goroutines per terminal left after disposing all", Value: float64(runtime.NumGoroutine()-goroutinesBefore) / float64(n), Unit: UnitCount})
+		r.Add(report.Figure{Name: "Go heap in use per terminal left after disposing all", Value: (float64(heap.HeapInuse) - float64(heapBefore.HeapInuse)) / float64(n), Unit: report.UnitBytes})
+		r.Add(report.Figure{Name: "goroutines per terminal left after disposing all", Value: float64(runtime.NumGoroutine()-goroutinesBefore) / float64(n), Unit: report.UnitCount})
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/termhost/termhost/integration"
+	"github.com/termhost/termhost/internal/bench/report"
 	"github.com/termhost/termhost/internal/procstat"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/pty"
@@ -45,9 +46,9 @@ func openSummary(s Sizes) string {
 // openPlainArgv is the plain shell both sides run.
 var openPlainArgv = []string{"--norc", "--noprofile", "-i"}
 
-func runOpen(ctx context.Context, e *env, r *Result) error {
+func runOpen(ctx context.Context, e *env, r *report.Result) error {
 	if !e.pty {
-		r.note("the host runs terminals on pipes: a shell there prints nothing until it is given something to run, so there is no first output to time")
+		r.Note("the host runs terminals on pipes: a shell there prints nothing until it is given something to run, so there is no first output to time")
 		return nil
 	}
 	rounds := e.sizes.OpenRounds
@@ -59,7 +60,7 @@ func runOpen(ctx context.Context, e *env, r *Result) error {
 	// otherwise time dash refusing bash's flags).
 	bash, err := exec.LookPath("bash")
 	if err != nil {
-		r.note("no bash on this machine's PATH: there is no plain bash to open")
+		r.Note("no bash on this machine's PATH: there is no plain bash to open")
 		return nil
 	}
 	plainCmd := pty.QuoteArgv(append([]string{bash}, openPlainArgv...))
@@ -71,7 +72,7 @@ func runOpen(ctx context.Context, e *env, r *Result) error {
 		return fmt.Errorf("integration for %s: %w", e.shell, err)
 	}
 	if !integrated {
-		r.note("the host's shell %s has no integration script, so only plain bash is timed; run the host with SHELL=bash for the integrated figures", e.shell)
+		r.Note("the host's shell %s has no integration script, so only plain bash is timed; run the host with SHELL=bash for the integrated figures", e.shell)
 	}
 	k, err := e.dialCtl(ctx, "open")
 	if err != nil {
@@ -131,26 +132,26 @@ func runOpen(ctx context.Context, e *env, r *Result) error {
 	}
 	add := func(name string, host, raw []time.Duration) {
 		hm, rm := percentile(host, 0.5), percentile(raw, 0.5)
-		f := r.add(Figure{Name: name + ", median", Value: hm.Seconds(), Unit: UnitSeconds}).withRaw(rm.Seconds())
+		f := r.Add(report.Figure{Name: name + ", median", Value: hm.Seconds(), Unit: report.UnitSeconds}).WithRaw(rm.Seconds())
 		if strings.Contains(name, "pipelined") {
-			f.target("≤ raw + 1 ms", hm-rm <= time.Millisecond)
+			f.Judge("≤ raw + 1 ms", hm-rm <= time.Millisecond)
 		}
-		r.add(Figure{Name: name + ", p90", Value: percentile(host, 0.9).Seconds(), Unit: UnitSeconds}).withRaw(percentile(raw, 0.9).Seconds())
-		r.add(Figure{Name: name + ", host − raw, median", Value: (hm - rm).Seconds(), Unit: UnitSeconds})
+		r.Add(report.Figure{Name: name + ", p90", Value: percentile(host, 0.9).Seconds(), Unit: report.UnitSeconds}).WithRaw(percentile(raw, 0.9).Seconds())
+		r.Add(report.Figure{Name: name + ", host − raw, median", Value: (hm - rm).Seconds(), Unit: report.UnitSeconds})
 	}
 	add("open, plain bash, pipelined", pipePlain, rawPlain)
 	add("open, plain bash, answer then subscribe", hostPlain, rawPlain)
 	// The plain terminal is a one-command terminal, so it starts through `SHELL -c
 	// exec …`: two starts of bash. The integration's cost is held against one.
 	direct := percentile(rawDirect, 0.5)
-	r.add(Figure{Name: "raw `bash --norc --noprofile -i`, median", Value: direct.Seconds(), Unit: UnitSeconds})
+	r.Add(report.Figure{Name: "raw `bash --norc --noprofile -i`, median", Value: direct.Seconds(), Unit: report.UnitSeconds})
 	if !integrated {
 		return nil
 	}
 	add("open, with integration, pipelined", pipeInt, rawInt)
 	add("open, with integration, answer then subscribe", hostInt, rawInt)
-	r.add(Figure{Name: "the integration's cost, raw (integrated − bash --norc, medians)", Value: (percentile(rawInt, 0.5) - direct).Seconds(), Unit: UnitSeconds})
-	r.add(Figure{Name: "the integration's cost, host (integrated − raw bash --norc, medians)", Value: (percentile(hostInt, 0.5) - direct).Seconds(), Unit: UnitSeconds})
+	r.Add(report.Figure{Name: "the integration's cost, raw (integrated − bash --norc, medians)", Value: (percentile(rawInt, 0.5) - direct).Seconds(), Unit: report.UnitSeconds})
+	r.Add(report.Figure{Name: "the integration's cost, host (integrated − raw bash --norc, medians)", Value: (percentile(hostInt, 0.5) - direct).Seconds(), Unit: report.UnitSeconds})
 	return nil
 }
 

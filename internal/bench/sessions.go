@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/termhost/termhost/internal/bench/report"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -60,7 +61,7 @@ func (t turnRun) machineCPUPerTurn() (float64, bool) {
 
 func (t turnRun) rate() float64 { return float64(t.turns) / t.elapsed.Seconds() }
 
-func runSessions(ctx context.Context, e *env, r *Result) error {
+func runSessions(ctx context.Context, e *env, r *report.Result) error {
 	sz := e.sizes
 	r.Params["sessions"] = sz.SessionCounts
 	r.Params["seconds"] = sz.SessionsShort.Seconds()
@@ -108,50 +109,50 @@ func runSessions(ctx context.Context, e *env, r *Result) error {
 			return fmt.Errorf("%d session(s), %v: %w", rw.sessions, d, err)
 		}
 		label := fmt.Sprintf("%d session(s), %v, %d turns", rw.sessions, d, host.turns)
-		f := r.add(Figure{Name: "turns per second, " + label, Value: host.rate(), Unit: UnitPerSecond}).withRaw(raw[0].rate())
+		f := r.Add(report.Figure{Name: "turns per second, " + label, Value: host.rate(), Unit: report.UnitPerSecond}).WithRaw(raw[0].rate())
 		if rw.sessions > 1 && rw.sessions == counts[len(counts)-1] {
 			// The most sessions at once (50 by default) against as many raw spawners.
-			f.target("≥ 0.50 × raw spawns", f.Ratio != nil && *f.Ratio >= 0.5)
+			f.Judge("≥ 0.50 × raw spawns", f.Ratio != nil && *f.Ratio >= 0.5)
 		}
 		p50, p99 := percentile(host.latencies, 0.5), percentile(host.latencies, 0.99)
-		r.add(Figure{Name: "turn p50, " + label, Value: p50.Seconds(), Unit: UnitSeconds}).withRaw(percentile(raw[0].latencies, 0.5).Seconds())
-		r.add(Figure{Name: "turn p99, " + label, Value: p99.Seconds(), Unit: UnitSeconds}).withRaw(percentile(raw[0].latencies, 0.99).Seconds())
+		r.Add(report.Figure{Name: "turn p50, " + label, Value: p50.Seconds(), Unit: report.UnitSeconds}).WithRaw(percentile(raw[0].latencies, 0.5).Seconds())
+		r.Add(report.Figure{Name: "turn p99, " + label, Value: p99.Seconds(), Unit: report.UnitSeconds}).WithRaw(percentile(raw[0].latencies, 0.99).Seconds())
 		ip50 := percentile(raw[1].latencies, 0.5)
-		g := r.add(Figure{Name: "turn p50 vs interactive shell, " + label, Value: p50.Seconds(), Unit: UnitSeconds}).withRaw(ip50.Seconds())
+		g := r.Add(report.Figure{Name: "turn p50 vs interactive shell, " + label, Value: p50.Seconds(), Unit: report.UnitSeconds}).WithRaw(ip50.Seconds())
 		if rw.sessions == 1 && !rw.long {
-			g.target("≤ raw + 2 ms", p50 <= ip50+2*time.Millisecond)
+			g.Judge("≤ raw + 2 ms", p50 <= ip50+2*time.Millisecond)
 		}
 		if rw.long {
 			// The same chat at its end and at its start: a turn should cost the same.
 			tenth := max(len(host.latencies)/10, 1)
 			early := percentile(host.latencies[:tenth], 0.5)
 			late := percentile(host.latencies[len(host.latencies)-tenth:], 0.5)
-			r.add(Figure{Name: fmt.Sprintf("turn p50, the chat's first %d turns", tenth), Value: early.Seconds(), Unit: UnitSeconds})
-			r.add(Figure{Name: fmt.Sprintf("turn p50, the chat's last %d turns", tenth), Value: late.Seconds(), Unit: UnitSeconds})
+			r.Add(report.Figure{Name: fmt.Sprintf("turn p50, the chat's first %d turns", tenth), Value: early.Seconds(), Unit: report.UnitSeconds})
+			r.Add(report.Figure{Name: fmt.Sprintf("turn p50, the chat's last %d turns", tenth), Value: late.Seconds(), Unit: report.UnitSeconds})
 			ratio := late.Seconds() / early.Seconds()
-			r.add(Figure{Name: "turn p50, last ÷ first", Value: ratio, Unit: UnitRatio}).target("≤ 1.10", ratio <= 1.1)
+			r.Add(report.Figure{Name: "turn p50, last ÷ first", Value: ratio, Unit: report.UnitRatio}).Judge("≤ 1.10", ratio <= 1.1)
 		}
 		// Where the CPU goes: the host's own process, and the machine (its shells,
 		// and the bench's clients) per turn, against the machine per raw
 		// interactive shell.
 		if host.cpu != nil && host.cpu.ok && !e.cfg.InProcess {
-			r.add(Figure{Name: "host process CPU per turn, " + label, Value: host.cpu.process / float64(host.turns), Unit: UnitSeconds})
+			r.Add(report.Figure{Name: "host process CPU per turn, " + label, Value: host.cpu.process / float64(host.turns), Unit: report.UnitSeconds})
 		}
 		if m, ok := host.machineCPUPerTurn(); ok {
-			f := r.add(Figure{Name: "machine CPU per turn, " + label, Value: m, Unit: UnitSeconds})
+			f := r.Add(report.Figure{Name: "machine CPU per turn, " + label, Value: m, Unit: report.UnitSeconds})
 			if rm, ok := raw[1].machineCPUPerTurn(); ok {
-				f.withRaw(rm)
+				f.WithRaw(rm)
 			}
 		}
 		if host.failed > 0 {
-			r.note("%s: %d turns' commands failed to run", label, host.failed)
+			r.Note("%s: %d turns' commands failed to run", label, host.failed)
 		}
 	}
 	for _, n := range counts {
 		raw := raws[n]
-		r.add(Figure{Name: fmt.Sprintf("raw interactive shells per second, %d goroutine(s)", n), Value: raw[1].rate(), Unit: UnitPerSecond}).withRaw(raw[0].rate())
+		r.Add(report.Figure{Name: fmt.Sprintf("raw interactive shells per second, %d goroutine(s)", n), Value: raw[1].rate(), Unit: report.UnitPerSecond}).WithRaw(raw[0].rate())
 	}
-	r.note("raw figures beside a turn are `%s -c '%s'` spawned under a pty by as many goroutines as there are sessions; 'vs interactive shell' compares with `%s -i` given `%s` and exit as typed input, read to its end",
+	r.Note("raw figures beside a turn are `%s -c '%s'` spawned under a pty by as many goroutines as there are sessions; 'vs interactive shell' compares with `%s -i` given `%s` and exit as typed input, read to its end",
 		e.shell, sessionsCommand, e.shell, sessionsCommand)
 	e.noteShared(r)
 	return nil

@@ -6,13 +6,15 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/termhost/termhost/internal/bench/report"
 )
 
 func throughputSummary(s Sizes) string {
 	return fmt.Sprintf("head -c %s /dev/zero | base64 -w 100 through one terminal to 1 subscriber, against the same command read straight from a local pty (pipes when the host uses pipes)", mb(s.ThroughputBytes))
 }
 
-func runThroughput(ctx context.Context, e *env, r *Result) error {
+func runThroughput(ctx context.Context, e *env, r *report.Result) error {
 	n := e.sizes.ThroughputBytes
 	r.Params["bytes"] = n
 	r.Params["command"] = floodScript(n)
@@ -27,12 +29,12 @@ func runThroughput(ctx context.Context, e *env, r *Result) error {
 	}
 	raw, rawCPU, hostCPU, run := &m.raw, m.rawCPU, m.hostCPU, m.run
 	s := run.subs[0]
-	f := r.add(Figure{Name: "throughput, 1 subscriber", Value: s.rate(), Unit: UnitBytesPerSecond}).withRaw(raw.rate())
-	f.target("≥ 0.90 × raw", f.Ratio != nil && *f.Ratio >= 0.9)
-	r.add(Figure{Name: "output received", Value: float64(s.end.Bytes), Unit: UnitBytes}).withRaw(float64(raw.bytes))
+	f := r.Add(report.Figure{Name: "throughput, 1 subscriber", Value: s.rate(), Unit: report.UnitBytesPerSecond}).WithRaw(raw.rate())
+	f.Judge("≥ 0.90 × raw", f.Ratio != nil && *f.Ratio >= 0.9)
+	r.Add(report.Figure{Name: "output received", Value: float64(s.end.Bytes), Unit: report.UnitBytes}).WithRaw(float64(raw.bytes))
 	if s.end.Frames > 0 {
 		// How much output each frame carried: the host's coalescing at work.
-		r.add(Figure{Name: "mean terminal/data per frame", Value: float64(s.end.Bytes) / float64(s.end.Frames), Unit: UnitBytes})
+		r.Add(report.Figure{Name: "mean terminal/data per frame", Value: float64(s.end.Bytes) / float64(s.end.Frames), Unit: report.UnitBytes})
 	}
 	// What limits the ratio: the CPU the host spends per byte beside the raw reader's,
 	// and how busy the machine was in each run (the flood's writer and the kernel's
@@ -42,12 +44,12 @@ func runThroughput(ctx context.Context, e *env, r *Result) error {
 		if e.cfg.InProcess {
 			who = "host and subscriber"
 		}
-		r.add(Figure{Name: "CPU per MB, " + who, Value: hostCPU.process / mb, Unit: UnitSeconds}).withRaw(rawCPU.process / (float64(raw.bytes) / 1e6))
-		r.add(Figure{Name: "machine CPUs busy", Value: hostCPU.busy, Unit: UnitRatio}).withRaw(rawCPU.busy)
-		r.add(Figure{Name: "context switches per MB, machine", Value: float64(hostCPU.switches) / mb, Unit: UnitCount}).withRaw(float64(rawCPU.switches) / (float64(raw.bytes) / 1e6))
+		r.Add(report.Figure{Name: "CPU per MB, " + who, Value: hostCPU.process / mb, Unit: report.UnitSeconds}).WithRaw(rawCPU.process / (float64(raw.bytes) / 1e6))
+		r.Add(report.Figure{Name: "machine CPUs busy", Value: hostCPU.busy, Unit: report.UnitRatio}).WithRaw(rawCPU.busy)
+		r.Add(report.Figure{Name: "context switches per MB, machine", Value: float64(hostCPU.switches) / mb, Unit: report.UnitCount}).WithRaw(float64(rawCPU.switches) / (float64(raw.bytes) / 1e6))
 	}
 	if !s.complete(run.expected) {
-		r.note("the subscriber did not see the whole flood: %s", describeEnd(s.end))
+		r.Note("the subscriber did not see the whole flood: %s", describeEnd(s.end))
 	}
 	e.noteShared(r)
 	return nil
@@ -88,7 +90,7 @@ func fanoutSummary(s Sizes) string {
 	return fmt.Sprintf("the %s flood to %s subscribers (separate connections) on one terminal", mb(s.FanoutBytes), strings.Join(counts, ", "))
 }
 
-func runFanout(ctx context.Context, e *env, r *Result) error {
+func runFanout(ctx context.Context, e *env, r *report.Result) error {
 	n := e.sizes.FanoutBytes
 	r.Params["bytes"] = n
 	r.Params["subscribers"] = e.sizes.FanoutSubscribers
@@ -126,10 +128,10 @@ func runFanout(ctx context.Context, e *env, r *Result) error {
 			mean = sum / float64(len(done))
 		}
 		perSub[count] = mean
-		r.add(Figure{Name: fmt.Sprintf("per subscriber, %d subscriber(s)", count), Value: mean, Unit: UnitBytesPerSecond}).withRaw(raw.rate())
+		r.Add(report.Figure{Name: fmt.Sprintf("per subscriber, %d subscriber(s)", count), Value: mean, Unit: report.UnitBytesPerSecond}).WithRaw(raw.rate())
 		if count > 1 {
-			r.add(Figure{Name: fmt.Sprintf("slowest subscriber, %d subscribers", count), Value: worst, Unit: UnitBytesPerSecond})
-			r.add(Figure{Name: fmt.Sprintf("all subscribers together, %d", count), Value: float64(total) / longest, Unit: UnitBytesPerSecond})
+			r.Add(report.Figure{Name: fmt.Sprintf("slowest subscriber, %d subscribers", count), Value: worst, Unit: report.UnitBytesPerSecond})
+			r.Add(report.Figure{Name: fmt.Sprintf("all subscribers together, %d", count), Value: float64(total) / longest, Unit: report.UnitBytesPerSecond})
 		}
 		if len(done) < count {
 			var why []string
@@ -137,7 +139,7 @@ func runFanout(ctx context.Context, e *env, r *Result) error {
 				why = append(why, fmt.Sprintf("%d %s", c, reason))
 			}
 			sort.Strings(why)
-			r.note("%d subscribers: %d saw the whole flood; %s (per-subscriber figures count only those that saw it all)", count, len(done), strings.Join(why, "; "))
+			r.Note("%d subscribers: %d saw the whole flood; %s (per-subscriber figures count only those that saw it all)", count, len(done), strings.Join(why, "; "))
 		}
 	}
 	if one, ok := perSub[1]; ok && one > 0 {
@@ -145,12 +147,12 @@ func runFanout(ctx context.Context, e *env, r *Result) error {
 			if count == 1 {
 				continue
 			}
-			f := r.add(Figure{Name: fmt.Sprintf("%d ÷ 1 subscriber, per subscriber", count), Value: perSub[count] / one, Unit: UnitRatio})
+			f := r.Add(report.Figure{Name: fmt.Sprintf("%d ÷ 1 subscriber, per subscriber", count), Value: perSub[count] / one, Unit: report.UnitRatio})
 			switch count {
 			case 10:
-				f.target("≥ 0.80", f.Value >= 0.8)
+				f.Judge("≥ 0.80", f.Value >= 0.8)
 			case 50:
-				f.target("≥ 0.60", f.Value >= 0.6)
+				f.Judge("≥ 0.60", f.Value >= 0.6)
 			}
 		}
 	}
@@ -162,7 +164,7 @@ func slowSummary(s Sizes) string {
 	return fmt.Sprintf("a %s flood read by one connection, alone and then beside one that subscribed and never reads", mb(s.SlowBytes))
 }
 
-func runSlow(ctx context.Context, e *env, r *Result) error {
+func runSlow(ctx context.Context, e *env, r *report.Result) error {
 	n := e.sizes.SlowBytes
 	r.Params["bytes"] = n
 	k, err := e.dialCtl(ctx, "slow")
@@ -204,26 +206,26 @@ func runSlow(ctx context.Context, e *env, r *Result) error {
 	}
 
 	a, b := alone.subs[0], beside.subs[0]
-	r.add(Figure{Name: "reader alone", Value: a.rate(), Unit: UnitBytesPerSecond}).withRaw(raw.rate())
-	f := r.add(Figure{Name: "reader beside a slow one", Value: b.rate(), Unit: UnitBytesPerSecond})
+	r.Add(report.Figure{Name: "reader alone", Value: a.rate(), Unit: report.UnitBytesPerSecond}).WithRaw(raw.rate())
+	f := r.Add(report.Figure{Name: "reader beside a slow one", Value: b.rate(), Unit: report.UnitBytesPerSecond})
 	if a.rate() > 0 {
-		f.withRatio(b.rate() / a.rate())
-		f.target("≥ 0.90 × alone", b.rate() >= 0.9*a.rate())
+		f.WithRatio(b.rate() / a.rate())
+		f.Judge("≥ 0.90 × alone", b.rate() >= 0.9*a.rate())
 	}
 	for _, s := range []subResult{a, b} {
 		if !s.complete(alone.expected) {
-			r.note("a reader did not see the whole flood: %s", describeEnd(s.end))
+			r.Note("a reader did not see the whole flood: %s", describeEnd(s.end))
 		}
 	}
 	if peakBeside > 0 {
-		r.add(Figure{Name: "host peak RSS beside a slow one", Value: float64(peakBeside), Unit: UnitBytes}).
-			target("< 256 MiB", peakBeside < 256<<20)
-		r.add(Figure{Name: "host peak RSS, reader alone", Value: float64(peakAlone), Unit: UnitBytes})
+		r.Add(report.Figure{Name: "host peak RSS beside a slow one", Value: float64(peakBeside), Unit: report.UnitBytes}).
+			Judge("< 256 MiB", peakBeside < 256<<20)
+		r.Add(report.Figure{Name: "host peak RSS, reader alone", Value: float64(peakAlone), Unit: report.UnitBytes})
 		if base > 0 {
-			r.add(Figure{Name: "host RSS before the floods", Value: float64(base), Unit: UnitBytes})
+			r.Add(report.Figure{Name: "host RSS before the floods", Value: float64(base), Unit: report.UnitBytes})
 		}
 	} else {
-		r.note("the host's RSS is unknown (a remote host: pass --host-pid)")
+		r.Note("the host's RSS is unknown (a remote host: pass --host-pid)")
 	}
 
 	// The flood is over: read what the slow connection was sent, up to how it ended.
@@ -231,14 +233,14 @@ func runSlow(ctx context.Context, e *env, r *Result) error {
 		dctx, cancel := e.waitCtx(ctx)
 		end := slow.drain(dctx, nil)
 		cancel()
-		r.add(Figure{Name: "bytes the slow one received", Value: float64(end.Bytes), Unit: UnitBytes})
+		r.Add(report.Figure{Name: "bytes the slow one received", Value: float64(end.Bytes), Unit: report.UnitBytes})
 		switch {
 		case end.Exited:
-			r.note("the slow connection was not closed: it had all %s queued for it and read it late", mb(end.Bytes))
+			r.Note("the slow connection was not closed: it had all %s queued for it and read it late", mb(end.Bytes))
 		case end.CloseCode >= 0:
-			r.note("the slow connection was closed by the host: status %d, reason %q", end.CloseCode, end.CloseReason)
+			r.Note("the slow connection was closed by the host: status %d, reason %q", end.CloseCode, end.CloseReason)
 		default:
-			r.note("the slow connection was closed without a close frame (no reason reached it): %v", end.Err)
+			r.Note("the slow connection was closed without a close frame (no reason reached it): %v", end.Err)
 		}
 		r.Params["slowClosed"] = !end.Exited
 		r.Params["slowCloseCode"] = end.CloseCode
@@ -249,9 +251,9 @@ func runSlow(ctx context.Context, e *env, r *Result) error {
 }
 
 // noteShared says, for an in-process host, that the bench's clients share its CPUs.
-func (e *env) noteShared(r *Result) {
+func (e *env) noteShared(r *report.Result) {
 	if e.cfg.InProcess {
-		r.note("in-process host: the subscribers' reading and the host share this process's %d CPUs", e.machineCPUs())
+		r.Note("in-process host: the subscribers' reading and the host share this process's %d CPUs", e.machineCPUs())
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/termhost/termhost/integration"
+	"github.com/termhost/termhost/internal/bench/report"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -71,7 +72,7 @@ func toolsLoadSummary(s Sizes) string {
 		s.ToolsLoadSessions, loadCommand, loadPeriod, loadPeriod, s.ToolsLoadDuration, loadSleep, s.ToolsLoadSessions)
 }
 
-func runTools(ctx context.Context, e *env, r *Result) error {
+func runTools(ctx context.Context, e *env, r *report.Result) error {
 	n := e.sizes.ToolCalls
 	bash, err := e.bash()
 	if err != nil {
@@ -213,41 +214,41 @@ func runTools(ctx context.Context, e *env, r *Result) error {
 
 	hm, h90, h99 := percentile(host, 0.5), percentile(host, 0.9), percentile(host, 0.99)
 	am, a90, a99 := percentile(raw, 0.5), percentile(raw, 0.9), percentile(raw, 0.99)
-	r.add(Figure{Name: "bash call, median", Value: hm.Seconds(), Unit: UnitSeconds}).withRaw(am.Seconds())
-	r.add(Figure{Name: "bash call − raw persistent bash, median", Value: (hm - am).Seconds(), Unit: UnitSeconds})
-	r.add(Figure{Name: "bash call, p90", Value: h90.Seconds(), Unit: UnitSeconds}).withRaw(a90.Seconds())
-	r.add(Figure{Name: "bash call, p99", Value: h99.Seconds(), Unit: UnitSeconds}).withRaw(a99.Seconds())
-	r.add(Figure{Name: "bash call − raw persistent bash, p99", Value: (h99 - a99).Seconds(), Unit: UnitSeconds})
-	r.add(Figure{Name: "bash call, max", Value: slices.Max(host).Seconds(), Unit: UnitSeconds}).withRaw(slices.Max(raw).Seconds())
-	r.add(Figure{Name: "bash call vs `bash -c true` spawned, median", Value: hm.Seconds(), Unit: UnitSeconds}).withRaw(percentile(spawned, 0.5).Seconds())
-	r.add(Figure{Name: "bash call vs `bash -c true` spawned, p99", Value: h99.Seconds(), Unit: UnitSeconds}).withRaw(percentile(spawned, 0.99).Seconds())
+	r.Add(report.Figure{Name: "bash call, median", Value: hm.Seconds(), Unit: report.UnitSeconds}).WithRaw(am.Seconds())
+	r.Add(report.Figure{Name: "bash call − raw persistent bash, median", Value: (hm - am).Seconds(), Unit: report.UnitSeconds})
+	r.Add(report.Figure{Name: "bash call, p90", Value: h90.Seconds(), Unit: report.UnitSeconds}).WithRaw(a90.Seconds())
+	r.Add(report.Figure{Name: "bash call, p99", Value: h99.Seconds(), Unit: report.UnitSeconds}).WithRaw(a99.Seconds())
+	r.Add(report.Figure{Name: "bash call − raw persistent bash, p99", Value: (h99 - a99).Seconds(), Unit: report.UnitSeconds})
+	r.Add(report.Figure{Name: "bash call, max", Value: slices.Max(host).Seconds(), Unit: report.UnitSeconds}).WithRaw(slices.Max(raw).Seconds())
+	r.Add(report.Figure{Name: "bash call vs `bash -c true` spawned, median", Value: hm.Seconds(), Unit: report.UnitSeconds}).WithRaw(percentile(spawned, 0.5).Seconds())
+	r.Add(report.Figure{Name: "bash call vs `bash -c true` spawned, p99", Value: h99.Seconds(), Unit: report.UnitSeconds}).WithRaw(percentile(spawned, 0.99).Seconds())
 	// Where a call's time goes: the host's own shell (integration script and all)
 	// without the host, and an MCP call that types into no shell.
 	if integErr != nil {
-		r.note("the host's shell typed into directly failed: %v", integErr)
+		r.Note("the host's shell typed into directly failed: %v", integErr)
 	} else {
 		im := percentile(integ, 0.5)
-		r.add(Figure{Name: "bash call vs the host's shell (bash + integration) typed into directly, median", Value: hm.Seconds(), Unit: UnitSeconds}).withRaw(im.Seconds())
-		r.add(Figure{Name: "bash call − the host's shell typed into directly, median", Value: (hm - im).Seconds(), Unit: UnitSeconds})
+		r.Add(report.Figure{Name: "bash call vs the host's shell (bash + integration) typed into directly, median", Value: hm.Seconds(), Unit: report.UnitSeconds}).WithRaw(im.Seconds())
+		r.Add(report.Figure{Name: "bash call − the host's shell typed into directly, median", Value: (hm - im).Seconds(), Unit: report.UnitSeconds})
 	}
-	r.add(Figure{Name: "MCP call that types into no shell (bash_output), median", Value: percentile(reads.times, 0.5).Seconds(), Unit: UnitSeconds})
+	r.Add(report.Figure{Name: "MCP call that types into no shell (bash_output), median", Value: percentile(reads.times, 0.5).Seconds(), Unit: report.UnitSeconds})
 	if hostCPU.cpu.ok && rawCPU.cpu.ok && hostCPU.cpu.busy > 0 && rawCPU.cpu.busy > 0 {
 		// The whole machine per call: the host, its shell, and the bench's client;
 		// raw, the persistent bash and this process reading it.
-		r.add(Figure{Name: "machine CPU per call", Value: hostCPU.machinePerCall(), Unit: UnitSeconds}).withRaw(rawCPU.machinePerCall())
+		r.Add(report.Figure{Name: "machine CPU per call", Value: hostCPU.machinePerCall(), Unit: report.UnitSeconds}).WithRaw(rawCPU.machinePerCall())
 		if !e.cfg.InProcess {
-			r.add(Figure{Name: "host process CPU per call", Value: hostCPU.cpu.process / float64(len(hostCPU.times)), Unit: UnitSeconds})
+			r.Add(report.Figure{Name: "host process CPU per call", Value: hostCPU.cpu.process / float64(len(hostCPU.times)), Unit: report.UnitSeconds})
 		}
 	} else {
-		r.note("CPU per call is left out: /proc did not say")
+		r.Note("CPU per call is left out: /proc did not say")
 	}
 	if failed > 0 {
-		r.note("%d of %d calls did not answer exit code 0 with the command ended", failed, n+len(hostCPU.times))
+		r.Note("%d of %d calls did not answer exit code 0 with the command ended", failed, n+len(hostCPU.times))
 	}
-	r.note("the sides take turns call by call; raw: `%s` typed into `%s --norc --noprofile -i` on a local pty as `%s; echo MARK`, read until MARK's output line; `%s -c %s` spawned under a pty, read to its end and reaped; the host's shell is %s with termhost's integration script, given ` %s` as the host types it and read until its OSC 633 D mark",
+	r.Note("the sides take turns call by call; raw: `%s` typed into `%s --norc --noprofile -i` on a local pty as `%s; echo MARK`, read until MARK's output line; `%s -c %s` spawned under a pty, read to its end and reaped; the host's shell is %s with termhost's integration script, given ` %s` as the host types it and read until its OSC 633 D mark",
 		toolsCommand, bash, toolsCommand, bash, toolsCommand, bash, toolsCommand)
 	if filepath.Base(e.shell) != "bash" {
-		r.note("the host's shell is %s; the raw baselines run %s", e.shell, bash)
+		r.Note("the host's shell is %s; the raw baselines run %s", e.shell, bash)
 	}
 	e.noteAgentsShared(r)
 	return nil
@@ -560,7 +561,7 @@ func (l lateRun) overLimit() int {
 	return n
 }
 
-func runToolsLoad(ctx context.Context, e *env, r *Result) error {
+func runToolsLoad(ctx context.Context, e *env, r *report.Result) error {
 	n, d := e.sizes.ToolsLoadSessions, e.sizes.ToolsLoadDuration
 	bash, err := e.bash()
 	if err != nil {
@@ -594,21 +595,21 @@ func runToolsLoad(ctx context.Context, e *env, r *Result) error {
 	}
 
 	label := fmt.Sprintf("%d sessions, %v", n, d)
-	r.add(Figure{Name: "calls answered, " + label, Value: float64(len(host.late)), Unit: UnitCount}).withRaw(float64(len(raw.late)))
-	r.add(Figure{Name: "lateness p50", Value: percentile(host.late, 0.5).Seconds(), Unit: UnitSeconds}).withRaw(percentile(raw.late, 0.5).Seconds())
-	r.add(Figure{Name: "lateness p99", Value: percentile(host.late, 0.99).Seconds(), Unit: UnitSeconds}).withRaw(percentile(raw.late, 0.99).Seconds())
-	r.add(Figure{Name: "lateness max", Value: slices.Max(host.late).Seconds(), Unit: UnitSeconds}).withRaw(slices.Max(raw.late).Seconds())
+	r.Add(report.Figure{Name: "calls answered, " + label, Value: float64(len(host.late)), Unit: report.UnitCount}).WithRaw(float64(len(raw.late)))
+	r.Add(report.Figure{Name: "lateness p50", Value: percentile(host.late, 0.5).Seconds(), Unit: report.UnitSeconds}).WithRaw(percentile(raw.late, 0.5).Seconds())
+	r.Add(report.Figure{Name: "lateness p99", Value: percentile(host.late, 0.99).Seconds(), Unit: report.UnitSeconds}).WithRaw(percentile(raw.late, 0.99).Seconds())
+	r.Add(report.Figure{Name: "lateness max", Value: slices.Max(host.late).Seconds(), Unit: report.UnitSeconds}).WithRaw(slices.Max(raw.late).Seconds())
 	over := host.overLimit()
-	r.add(Figure{Name: fmt.Sprintf("calls late by more than %v", loadLateLimit), Value: float64(over), Unit: UnitCount}).
-		withRaw(float64(raw.overLimit())).target("0", over == 0)
+	r.Add(report.Figure{Name: fmt.Sprintf("calls late by more than %v", loadLateLimit), Value: float64(over), Unit: report.UnitCount}).
+		WithRaw(float64(raw.overLimit())).Judge("0", over == 0)
 	if integErr != nil {
-		r.note("the host's shells driven directly failed: %v", integErr)
+		r.Note("the host's shells driven directly failed: %v", integErr)
 	} else {
 		const vs = ", vs the host's shells typed into directly"
-		r.add(Figure{Name: "lateness p50" + vs, Value: percentile(host.late, 0.5).Seconds(), Unit: UnitSeconds}).withRaw(percentile(integrated.late, 0.5).Seconds())
-		r.add(Figure{Name: "lateness p99" + vs, Value: percentile(host.late, 0.99).Seconds(), Unit: UnitSeconds}).withRaw(percentile(integrated.late, 0.99).Seconds())
-		r.add(Figure{Name: "lateness max" + vs, Value: slices.Max(host.late).Seconds(), Unit: UnitSeconds}).withRaw(slices.Max(integrated.late).Seconds())
-		r.add(Figure{Name: fmt.Sprintf("calls late by more than %v", loadLateLimit) + vs, Value: float64(over), Unit: UnitCount}).withRaw(float64(integrated.overLimit()))
+		r.Add(report.Figure{Name: "lateness p50" + vs, Value: percentile(host.late, 0.5).Seconds(), Unit: report.UnitSeconds}).WithRaw(percentile(integrated.late, 0.5).Seconds())
+		r.Add(report.Figure{Name: "lateness p99" + vs, Value: percentile(host.late, 0.99).Seconds(), Unit: report.UnitSeconds}).WithRaw(percentile(integrated.late, 0.99).Seconds())
+		r.Add(report.Figure{Name: "lateness max" + vs, Value: slices.Max(host.late).Seconds(), Unit: report.UnitSeconds}).WithRaw(slices.Max(integrated.late).Seconds())
+		r.Add(report.Figure{Name: fmt.Sprintf("calls late by more than %v", loadLateLimit) + vs, Value: float64(over), Unit: report.UnitCount}).WithRaw(float64(integrated.overLimit()))
 	}
 	if host.cpu.ok && raw.cpu.ok {
 		who := "host process"
@@ -616,34 +617,34 @@ func runToolsLoad(ctx context.Context, e *env, r *Result) error {
 			who = "host process (and the agents' clients)"
 		}
 		// Raw, this process: what driving the shells directly costs.
-		r.add(Figure{Name: who + " CPU", Value: host.cpu.process, Unit: UnitSeconds}).withRaw(raw.cpu.process)
-		r.add(Figure{Name: who + " CPU ÷ one core", Value: host.cpu.process / host.elapsed.Seconds(), Unit: UnitRatio}).withRaw(raw.cpu.process / raw.elapsed.Seconds())
+		r.Add(report.Figure{Name: who + " CPU", Value: host.cpu.process, Unit: report.UnitSeconds}).WithRaw(raw.cpu.process)
+		r.Add(report.Figure{Name: who + " CPU ÷ one core", Value: host.cpu.process / host.elapsed.Seconds(), Unit: report.UnitRatio}).WithRaw(raw.cpu.process / raw.elapsed.Seconds())
 		if host.clients != nil && host.clients.ok {
-			r.add(Figure{Name: "the agents' MCP clients (the bench's process) CPU", Value: host.clients.process, Unit: UnitSeconds})
+			r.Add(report.Figure{Name: "the agents' MCP clients (the bench's process) CPU", Value: host.clients.process, Unit: report.UnitSeconds})
 		}
 		// The whole machine per call: the host, the agents' clients, the shells and
 		// the kernel; raw, the shells and this process driving them.
-		r.add(Figure{Name: "machine CPUs busy", Value: host.cpu.busy, Unit: UnitRatio}).withRaw(raw.cpu.busy)
-		r.add(Figure{Name: "machine CPU per call", Value: host.machinePerCall(), Unit: UnitSeconds}).withRaw(raw.machinePerCall())
+		r.Add(report.Figure{Name: "machine CPUs busy", Value: host.cpu.busy, Unit: report.UnitRatio}).WithRaw(raw.cpu.busy)
+		r.Add(report.Figure{Name: "machine CPU per call", Value: host.machinePerCall(), Unit: report.UnitSeconds}).WithRaw(raw.machinePerCall())
 		if integErr == nil && integrated.cpu.ok {
-			r.add(Figure{Name: "machine CPU per call, vs the host's shells typed into directly", Value: host.machinePerCall(), Unit: UnitSeconds}).withRaw(integrated.machinePerCall())
+			r.Add(report.Figure{Name: "machine CPU per call, vs the host's shells typed into directly", Value: host.machinePerCall(), Unit: report.UnitSeconds}).WithRaw(integrated.machinePerCall())
 		}
 	}
 	if rss.known {
-		r.add(Figure{Name: "host RSS before the sessions opened", Value: float64(rss.before), Unit: UnitBytes})
-		r.add(Figure{Name: "host RSS with the sessions open, before the run", Value: float64(rss.opened), Unit: UnitBytes})
-		r.add(Figure{Name: "host RSS peak during the run", Value: float64(rss.peak), Unit: UnitBytes})
-		r.add(Figure{Name: "host RSS per session (opened − before) ÷ sessions", Value: float64(rss.opened-rss.before) / float64(n), Unit: UnitBytes})
+		r.Add(report.Figure{Name: "host RSS before the sessions opened", Value: float64(rss.before), Unit: report.UnitBytes})
+		r.Add(report.Figure{Name: "host RSS with the sessions open, before the run", Value: float64(rss.opened), Unit: report.UnitBytes})
+		r.Add(report.Figure{Name: "host RSS peak during the run", Value: float64(rss.peak), Unit: report.UnitBytes})
+		r.Add(report.Figure{Name: "host RSS per session (opened − before) ÷ sessions", Value: float64(rss.opened-rss.before) / float64(n), Unit: report.UnitBytes})
 	} else {
-		r.note("the host's RSS is unknown (a remote host: pass --host-pid)")
+		r.Note("the host's RSS is unknown (a remote host: pass --host-pid)")
 	}
 	if host.failed > 0 {
-		r.note("%d of %d host calls did not end with exit code 0 within their call", host.failed, len(host.late))
+		r.Note("%d of %d host calls did not end with exit code 0 within their call", host.failed, len(host.late))
 	}
 	if host.behind > 0 || raw.behind > 0 || integrated.behind > 0 {
-		r.note("calls sent after their slot because the one before was still out: host %d, raw %d, the host's shells typed into directly %d", host.behind, raw.behind, integrated.behind)
+		r.Note("calls sent after their slot because the one before was still out: host %d, raw %d, the host's shells typed into directly %d", host.behind, raw.behind, integrated.behind)
 	}
-	r.note("each agent's first call (`true`, which opens its shell) and each raw shell's first command are made before the clock starts; raw: `%s` typed into %d `%s --norc --noprofile -i` on local ptys as `%s; echo MARK`, read until MARK's output line, on the same schedule from as many goroutines; the host's shells typed into directly: %d %s with termhost's integration script, given ` %s` as the host types it and read until its OSC 633 D mark",
+	r.Note("each agent's first call (`true`, which opens its shell) and each raw shell's first command are made before the clock starts; raw: `%s` typed into %d `%s --norc --noprofile -i` on local ptys as `%s; echo MARK`, read until MARK's output line, on the same schedule from as many goroutines; the host's shells typed into directly: %d %s with termhost's integration script, given ` %s` as the host types it and read until its OSC 633 D mark",
 		loadCommand, n, bash, loadCommand, n, bash, loadCommand)
 	e.noteAgentsShared(r)
 	return nil
@@ -651,9 +652,9 @@ func runToolsLoad(ctx context.Context, e *env, r *Result) error {
 
 // noteAgentsShared says, for an in-process host, that the agents' MCP clients run in
 // the host's process: its CPU figures hold theirs.
-func (e *env) noteAgentsShared(r *Result) {
+func (e *env) noteAgentsShared(r *report.Result) {
 	if e.cfg.InProcess {
-		r.note("in-process host: the agents' MCP clients and the host share this process and its %d CPUs", e.machineCPUs())
+		r.Note("in-process host: the agents' MCP clients and the host share this process and its %d CPUs", e.machineCPUs())
 	}
 }
 

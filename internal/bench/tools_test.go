@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/termhost/termhost/internal/bench/report"
 )
 
 // toolsSizes are tinySizes with the tools scenarios' own kept to a moment.
@@ -18,7 +20,7 @@ func toolsSizes() Sizes {
 }
 
 // runSized runs scenarios with sizes against a pty host started in this process.
-func runSized(t *testing.T, sizes Sizes, names ...string) *Report {
+func runSized(t *testing.T, sizes Sizes, names ...string) *report.Report {
 	t.Helper()
 	ptyOrSkip(t)
 	h, err := StartLocalHost(LocalHostOptions{UsePty: true, EmptyHome: true})

@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"encoding/json"
@@ -68,15 +68,15 @@ func Summarize(reps []*Report) *Runs {
 	}
 	for i := range out.Figures {
 		fr := &out.Figures[i]
-		fr.Median, fr.Min, fr.Max = median(fr.Values), slices.Min(fr.Values), slices.Max(fr.Values)
+		fr.Median, fr.Min, fr.Max = Median(fr.Values), slices.Min(fr.Values), slices.Max(fr.Values)
 		if len(fr.Raws) == len(fr.Values) {
-			m := median(fr.Raws)
+			m := Median(fr.Raws)
 			fr.RawMedian = &m
 		} else {
 			fr.Raws = nil
 		}
 		if len(fr.Ratios) == len(fr.Values) {
-			m, lo, hi := median(fr.Ratios), slices.Min(fr.Ratios), slices.Max(fr.Ratios)
+			m, lo, hi := Median(fr.Ratios), slices.Min(fr.Ratios), slices.Max(fr.Ratios)
 			fr.RatioMedian, fr.RatioMin, fr.RatioMax = &m, &lo, &hi
 		} else {
 			fr.Ratios = nil
@@ -85,7 +85,8 @@ func Summarize(reps []*Report) *Runs {
 	return out
 }
 
-func median(v []float64) float64 {
+// Median is the middle of v, or the mean of its two middle values; 0 for none.
+func Median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	n := len(s)

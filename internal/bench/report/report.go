@@ -1,4 +1,7 @@
-package bench
+// Package report holds what `termhost bench` reports: a run's scenarios and their
+// figures, each with its raw side, ratio and target, written as JSON or text, and
+// several runs summarized into each figure's median and spread.
+package report
 
 import (
 	"encoding/json"
@@ -95,17 +98,20 @@ type Figure struct {
 	Pass   *bool  `json:"pass,omitempty"`
 }
 
-func (r *Result) add(f Figure) *Figure {
+// Add appends a figure to the scenario's and returns it, to be given its raw side
+// and its target.
+func (r *Result) Add(f Figure) *Figure {
 	r.Figures = append(r.Figures, f)
 	return &r.Figures[len(r.Figures)-1]
 }
 
-func (r *Result) note(format string, args ...any) {
+// Note adds a line to the scenario's notes.
+func (r *Result) Note(format string, args ...any) {
 	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
 }
 
-// withRaw sets the raw figure and the ratio Value/Raw.
-func (f *Figure) withRaw(raw float64) *Figure {
+// WithRaw sets the raw figure and the ratio Value/Raw.
+func (f *Figure) WithRaw(raw float64) *Figure {
 	f.Raw = &raw
 	if raw != 0 {
 		ratio := f.Value / raw
@@ -114,16 +120,16 @@ func (f *Figure) withRaw(raw float64) *Figure {
 	return f
 }
 
-// withRatio sets a ratio against something other than raw.
-func (f *Figure) withRatio(ratio float64) *Figure {
+// WithRatio sets a ratio against something other than raw.
+func (f *Figure) WithRatio(ratio float64) *Figure {
 	if !math.IsNaN(ratio) && !math.IsInf(ratio, 0) {
 		f.Ratio = &ratio
 	}
 	return f
 }
 
-// target records a goal and whether it was met.
-func (f *Figure) target(text string, pass bool) *Figure {
+// Judge records the figure's target, in words, and whether this run met it.
+func (f *Figure) Judge(text string, pass bool) *Figure {
 	f.Target = text
 	f.Pass = &pass
 	return f
