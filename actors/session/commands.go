@@ -143,7 +143,7 @@ func (s *session) drainQueue(ctx actor.Context, c *chat) {
 // terminal; opened goes on once the terminal is listed.
 func (s *session) runCommand(ctx actor.Context, c *chat, turnID, text, command string) {
 	s.seq++
-	s.lastCommand = time.Now()
+	s.shells.Commanded(time.Now())
 	toolCallID := fmt.Sprintf("cmd-%d-%d", time.Now().UnixNano(), s.seq)
 	r := &commandRun{chat: c, turnID: turnID, toolCallID: toolCallID, command: command, text: text, started: time.Now(),
 		terminal: toolterm.URI(c.uri, toolCallID), sentinel: strconv.FormatInt(time.Now().UnixNano(), 36), stopAlt: make(chan struct{})}
@@ -179,7 +179,7 @@ func (s *session) runCommand(ctx actor.Context, c *chat, turnID, text, command s
 	switch {
 	case create.Spare != nil:
 		r.steps.spare = "ready"
-	case s.sparing > 0:
+	case s.shells.Starting():
 		r.steps.spare = "starting"
 	default:
 		r.steps.spare = "none"
@@ -303,7 +303,9 @@ func (s *session) terminalEvent(ctx actor.Context, m *terminal.Event) {
 		if r != nil {
 			r.atPrompt = r.atPrompt && !usedBy(m.Action)
 		} else {
-			s.used(m.URI, m.Action)
+			if usedBy(m.Action) {
+				s.shells.Used(m.URI)
+			}
 		}
 		return
 	}

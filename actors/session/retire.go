@@ -5,6 +5,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/actors/session/shellpool"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/messages"
 )
@@ -33,21 +34,13 @@ import (
 // command timed out, opened the alternate screen or went to the background has a
 // command still in it, and stays.
 
-// idleShell is a command's shell at its prompt that nobody has used since.
-type idleShell struct {
-	chat, uri string
-}
-
 // shellsIdle: Config.ShellIdle may have passed since the session's last command.
 type shellsIdle struct{}
 
 // shellAtPrompt lists the terminal of a command that ended at its prompt as idle,
 // and retires the oldest beyond Config.LiveShells.
 func (s *session) shellAtPrompt(ctx actor.Context, c *chat, uri string) {
-	s.idle = append(s.idle, idleShell{chat: c.uri, uri: uri})
-	for len(s.idle) > s.cfg.LiveShells {
-		old := s.idle[0]
-		s.idle = s.idle[1:]
+	for _, old := range s.shells.AtPrompt(shellpool.Shell{Chat: c.uri, URI: uri}) {
 		s.retire(ctx, old)
 	}
 	s.armIdle(ctx)
@@ -55,34 +48,20 @@ func (s *session) shellAtPrompt(ctx actor.Context, c *chat, uri string) {
 
 // retire ends an idle shell and takes its terminal off the root's list; its call
 // still opens it, rebuilt from what was kept.
-func (s *session) retire(ctx actor.Context, sh idleShell) {
-	if c := s.chats[sh.chat]; c != nil {
+func (s *session) retire(ctx actor.Context, sh shellpool.Shell) {
+	if c := s.chats[sh.Chat]; c != nil {
 		for i, u := range c.shells {
-			if u == sh.uri {
+			if u == sh.URI {
 				c.shells = append(c.shells[:i], c.shells[i+1:]...)
 				break
 			}
 		}
 	}
-	ctx.Send(s.root, &terminal.Dispose{URI: sh.uri})
-}
-
-// used takes a shell off the idle list once somebody uses it after its command:
-// it is theirs, and stays.
-func (s *session) used(uri string, a *messages.Action) {
-	if !usedBy(a) {
-		return
-	}
-	for i, sh := range s.idle {
-		if sh.uri == uri {
-			s.idle = append(s.idle[:i], s.idle[i+1:]...)
-			return
-		}
-	}
+	ctx.Send(s.root, &terminal.Dispose{URI: sh.URI})
 }
 
 // usedBy says whether an action on a command's shell after its command is
-// somebody using the shell.
+// somebody using the shell, which is then theirs and stays.
 func usedBy(a *messages.Action) bool {
 	switch a.Type {
 	case messages.TerminalInput, messages.TerminalResized, messages.TerminalClaimed, messages.TerminalCommandExecuted:
@@ -91,25 +70,13 @@ func usedBy(a *messages.Action) bool {
 	return false
 }
 
-// forgetShells drops a chat's shells from the idle list (the chat is going, and
-// ends them itself).
-func (s *session) forgetShells(c *chat) {
-	kept := s.idle[:0]
-	for _, sh := range s.idle {
-		if sh.chat != c.uri {
-			kept = append(kept, sh)
-		}
-	}
-	s.idle = kept
-}
-
 // armIdle makes sure the idle check runs while there is a spare or an idle shell
 // to end.
 func (s *session) armIdle(ctx actor.Context) {
-	if s.idleTimer != nil || (len(s.spares) == 0 && len(s.idle) == 0) {
+	if s.idleTimer != nil || !s.shells.Holding() {
 		return
 	}
-	s.armIdleIn(ctx, s.cfg.ShellIdle-time.Since(s.lastCommand))
+	s.armIdleIn(ctx, s.shells.IdleLeft(time.Now()))
 }
 
 func (s *session) armIdleIn(ctx actor.Context, d time.Duration) {
@@ -121,17 +88,19 @@ func (s *session) armIdleIn(ctx actor.Context, d time.Duration) {
 // Config.ShellIdle, or looks again when one has come meanwhile.
 func (s *session) checkIdle(ctx actor.Context) {
 	s.idleTimer = nil
-	if left := s.cfg.ShellIdle - time.Since(s.lastCommand); left > 0 {
-		if len(s.spares) > 0 || len(s.idle) > 0 {
+	if left := s.shells.IdleLeft(time.Now()); left > 0 {
+		if s.shells.Holding() {
 			s.armIdleIn(ctx, left)
 		}
 		return
 	}
-	s.dropSpare()
-	for _, sh := range s.idle {
+	spares, idle := s.shells.Expire()
+	for _, sp := range spares {
+		go sp.Release()
+	}
+	for _, sh := range idle {
 		s.retire(ctx, sh)
 	}
-	s.idle = nil
 }
 
 // stopIdle stops the idle check (the session is stopping).

@@ -13,6 +13,7 @@ import (
 	"github.com/termhost/termhost/actors/agentmsg"
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
+	"github.com/termhost/termhost/actors/session/shellpool"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/messages"
@@ -163,16 +164,11 @@ type session struct {
 	agentGone string
 	// restored says the session was brought back from the store after a restart.
 	restored bool
-	// spares are the shells started ahead for the next `!` commands (spare.go),
-	// oldest first; sparing is how many are being started.
-	spares  []*terminal.Spare
-	sparing int
-	// idle are the shells of commands that ended at their prompt and nobody has
-	// used since, oldest first; idleTimer ends them and the spare once no command
-	// has come for Config.ShellIdle after lastCommand (retire.go).
-	idle        []idleShell
-	idleTimer   *time.Timer
-	lastCommand time.Time
+	// shells are the spares started ahead for the next `!` commands (spare.go) and
+	// the commands' shells at their prompt that nobody has used since (retire.go);
+	// idleTimer ends them once no command has come for Config.ShellIdle.
+	shells    *shellpool.Pool[*terminal.Spare]
+	idleTimer *time.Timer
 }
 
 type chat struct {
@@ -220,7 +216,7 @@ func NewProps(cfg Config, rec persistence.SessionRecord, restored bool) *actor.P
 	cfg = cfg.withDefaults()
 	return actor.PropsFromProducer(func() actor.Actor {
 		s := &session{cfg: cfg, journal: cfg.Journal, store: cfg.Store, uri: rec.URI, record: rec, subs: map[delivery.Subscriber]bool{}, chats: map[string]*chat{}, writes: &sync.WaitGroup{},
-			away: map[string]*grace{}, restored: restored}
+			away: map[string]*grace{}, restored: restored, shells: shellpool.New[*terminal.Spare](cfg.Spares, cfg.LiveShells, cfg.ShellIdle)}
 		s.state = messages.NewSessionState(s.provider(), rec.Title, rec.WorkingDirectories)
 		if restored {
 			s.restore()
@@ -688,7 +684,7 @@ func (s *session) endRuns(ctx actor.Context, c *chat) {
 			close(r.stopAlt)
 		}
 	}
-	s.forgetShells(c)
+	s.shells.ForgetChat(c.uri)
 	for _, uri := range c.shells {
 		ctx.Send(s.root, &terminal.Dispose{URI: uri})
 	}

@@ -36,8 +36,7 @@ func (s *session) startSpare(ctx actor.Context, create *terminal.Create) {
 	if s.cfg.Prestart == nil || s.closed || s.disposed {
 		return
 	}
-	for len(s.spares)+s.sparing < s.cfg.Spares {
-		s.sparing++
+	for range s.shells.ToStart() {
 		m := &terminal.Create{Cwd: create.Cwd, Cols: create.Cols, Rows: create.Rows, Spec: create.Spec}
 		prestart, self, system, logger := s.cfg.Prestart, ctx.Self(), ctx.ActorSystem(), s.cfg.Logger
 		go func() {
@@ -55,34 +54,33 @@ func (s *session) startSpare(ctx actor.Context, create *terminal.Create) {
 }
 
 func (s *session) spareReady(ctx actor.Context, m *spareReady) {
-	s.sparing--
 	ctx.Respond(&spareTaken{})
-	if m.spare == nil {
+	if s.closed || s.disposed {
+		s.shells.Started(nil, false)
+		if m.spare != nil {
+			go m.spare.Release()
+		}
 		return
 	}
-	if s.closed || s.disposed || len(s.spares) >= s.cfg.Spares {
-		go m.spare.Release()
+	if !s.shells.Started(m.spare, m.spare != nil) {
+		if m.spare != nil {
+			go m.spare.Release()
+		}
 		return
 	}
-	s.spares = append(s.spares, m.spare)
 	s.armIdle(ctx)
 }
 
 // takeSpare hands the oldest spare, if any, to a command's terminal: the one most
 // likely at its prompt by now.
 func (s *session) takeSpare() *terminal.Spare {
-	if len(s.spares) == 0 {
-		return nil
-	}
-	sp := s.spares[0]
-	s.spares = s.spares[1:]
+	sp, _ := s.shells.Take()
 	return sp
 }
 
 // dropSpare ends the spares, if any.
 func (s *session) dropSpare() {
-	for _, sp := range s.spares {
+	for _, sp := range s.shells.DropSpares() {
 		go sp.Release()
 	}
-	s.spares = nil
 }
