@@ -8,6 +8,7 @@ import (
 
 	"github.com/termhost/termhost/internal/echotrace"
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/messages/versioning"
 )
 
 // Subscriber is what a channel actor hands its frames to. Deliver must never block:
@@ -76,7 +77,7 @@ type Outbox struct {
 	onClose func(CloseReason)
 	// gate holds back the actions the connection's protocol version does not know;
 	// nil (every current version) holds back nothing.
-	gate atomic.Pointer[messages.ActionGate]
+	gate atomic.Pointer[versioning.ActionGate]
 	// catalog says whether the connection may see the session catalog's
 	// notifications (root/sessionAdded, root/sessionRemoved): whether its person may
 	// read sessions. Set at the handshake and again whenever rights are rechecked.
@@ -185,7 +186,7 @@ func (o *Outbox) SetLatency(channel string, d time.Duration) {
 
 // Gate sets what holds back the actions the connection's negotiated version does not
 // know (nil: nothing); it is set at the handshake, before any channel is subscribed.
-func (o *Outbox) Gate(g *messages.ActionGate) { o.gate.Store(g) }
+func (o *Outbox) Gate(g *versioning.ActionGate) { o.gate.Store(g) }
 
 // ShowCatalog sets whether the session catalog's notifications reach this
 // connection (see CatalogSubscriber).

@@ -20,6 +20,7 @@ import (
 	"github.com/termhost/termhost/internal/echotrace"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/messages/strictjson"
+	"github.com/termhost/termhost/messages/versioning"
 )
 
 // ServerInfo names the host in initialize's answer.
@@ -74,7 +75,7 @@ type connection struct {
 	// connection it resumed.
 	version string
 	// gate holds back the actions version does not know (nil: none to hold).
-	gate       *messages.ActionGate
+	gate       *versioning.ActionGate
 	subscribed map[string]bool
 	// subscribing are channels whose subscribe is on its way: a socket that goes
 	// before the answer must still be taken off them.
@@ -315,7 +316,7 @@ func (c *connection) initialize(ctx actor.Context, id json.RawMessage, raw json.
 		c.fail(id, messages.Errorf(messages.CodeInvalidRequest, "This connection is already initialized"))
 		return
 	}
-	version, verr := messages.Negotiate(p.ProtocolVersions)
+	version, verr := versioning.Negotiate(p.ProtocolVersions)
 	if verr != nil {
 		c.fail(id, verr)
 		if verr.Code == messages.CodeUnsupportedProtocolVersion {
@@ -353,7 +354,7 @@ func (c *connection) signIn(ctx actor.Context, id json.RawMessage, clientID, ver
 		return false
 	}
 	c.initialized, c.clientID, c.version = true, clientID, version
-	c.gate = messages.NewActionGate(version)
+	c.gate = versioning.NewActionGate(version)
 	c.cfg.Outbox.Gate(c.gate)
 	c.cfg.Outbox.ShowCatalog(c.mayReadSessions())
 	ctx.Send(c.cfg.Root, &session.ClientBack{ClientID: clientID})

@@ -1,8 +1,10 @@
-package messages
+package versioning
 
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/termhost/termhost/messages"
 )
 
 // introducedIn names the actions this host sends that came after the oldest version
@@ -67,7 +69,7 @@ func (g *ActionGate) Admits(frame []byte) bool {
 	if !named {
 		return true
 	}
-	env := EnvelopeOfFrame(frame)
+	env := messages.EnvelopeOfFrame(frame)
 	if env == nil {
 		return true
 	}

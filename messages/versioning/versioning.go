@@ -1,9 +1,15 @@
-package messages
+// Package versioning owns which versions of the Agent Host Protocol termhost speaks:
+// a client's offer is negotiated against them at initialize, and a connection's gate
+// then holds back the actions its version does not know (the protocol's
+// versioning.md). It reads frames only through package messages' layout.
+package versioning
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/termhost/termhost/messages"
 )
 
 // Baselines are the protocol versions termhost speaks, newest first: 1.0.0 and every
@@ -72,13 +78,13 @@ func (b version) caret(v version) bool {
 
 // Negotiate picks the highest offered version termhost accepts. It answers -32602 for
 // a malformed offer and -32005 with the supported ranges when nothing matches.
-func Negotiate(offered []string) (string, *Error) {
+func Negotiate(offered []string) (string, *messages.Error) {
 	var best *version
 	bestStr := ""
 	for _, s := range offered {
 		v, err := parseVersion(s)
 		if err != nil {
-			return "", Errorf(CodeInvalidParams, "Invalid params: protocolVersions: %v", err)
+			return "", messages.Errorf(messages.CodeInvalidParams, "Invalid params: protocolVersions: %v", err)
 		}
 		for _, b := range baselines {
 			if b.caret(v) && (best == nil || best.less(v)) {
@@ -88,7 +94,7 @@ func Negotiate(offered []string) (string, *Error) {
 		}
 	}
 	if best == nil {
-		e := Errorf(CodeUnsupportedProtocolVersion,
+		e := messages.Errorf(messages.CodeUnsupportedProtocolVersion,
 			"Client offered protocol versions [%s], none of which this host speaks (it accepts %s)",
 			strings.Join(offered, ", "), strings.Join(SupportedVersions(), ", "))
 		e.Data = map[string]any{"supportedVersions": SupportedVersions()}

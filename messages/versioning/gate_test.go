@@ -1,10 +1,14 @@
-package messages
+package versioning
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/termhost/termhost/messages"
+)
 
 func TestActionGateHoldsBackOnlyWhatTheVersionDoesNotKnow(t *testing.T) {
 	frame := func(typ, text string) []byte {
-		return EnvelopeFrame(&Envelope{Channel: "ahp-chat:/c", Action: []byte(`{"type":"` + typ + `","text":` + text + `}`), ServerSeq: 9})
+		return messages.EnvelopeFrame(&messages.Envelope{Channel: "ahp-chat:/c", Action: []byte(`{"type":"` + typ + `","text":` + text + `}`), ServerSeq: 9})
 	}
 	bg := frame("chat/backgroundWorkSet", `"x"`)
 	wd := frame("chat/workingDirectorySet", `"x"`)
