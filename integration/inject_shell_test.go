@@ -565,6 +565,43 @@ func TestScriptsEscape(t *testing.T) {
 	}
 }
 
+// TestBashEscapesPrintableASCIIWithoutTheCLocale: bash's script escapes printable
+// ASCII on a path of its own (no LC_ALL); it must come out as the byte-wise path
+// makes it, in a UTF-8 locale and in C.
+func TestBashEscapesPrintableASCIIWithoutTheCLocale(t *testing.T) {
+	t.Parallel()
+	path, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed")
+	}
+	b, err := scripts.ReadFile("scripts/bash.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "bash.sh")
+	if err := os.WriteFile(script, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, value := range []string{`echo a;b \c ~ "q" 'x' $HOME`, "cd /tmp/x;y", ";;\\;", ""} {
+		for _, lang := range []string{"C.UTF-8", "C"} {
+			cmd := exec.Command(path, "--norc", "--noprofile", "-c",
+				`source "$1"; __termhost_escape "$2"; a=$__termhost_escaped; __termhost_escape_bytes "$2"; printf '%s\n%s' "$a" "$__termhost_escaped"`,
+				"_", script, value)
+			cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "LANG=" + lang}
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%q, %s: %v", value, lang, err)
+			}
+			fast, bytewise, _ := strings.Cut(string(out), "\n")
+			want := strings.ReplaceAll(strings.ReplaceAll(value, `\`, `\\`), ";", `\x3b`)
+			if fast != want || bytewise != want {
+				t.Errorf("%q in %s: escaped %q, byte by byte %q, want %q", value, lang, fast, bytewise, want)
+			}
+		}
+	}
+}
+
 // bashLineRC is the person's own PS0 and DEBUG trap, for TestShellBashLines.
 const bashLineRC = `PS0='[my-ps0]'
 trap 'MY_DEBUG=$((MY_DEBUG+1)); MY_SEEN="$?:$_"' DEBUG

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/session"
+	"github.com/termhost/termhost/actors/session/shellpool"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/integration"
 	"github.com/termhost/termhost/messages"
@@ -80,6 +82,9 @@ type Options struct {
 	// scripts remembers the integration scripts installed, for all the root's
 	// terminals (set by WithDefaults, as sessions is).
 	scripts *integration.Installed
+	// spares bounds the spare shells of all the root's sessions together (set by
+	// WithDefaults, as sessions is).
+	spares *shellpool.Budget
 }
 
 // WithDefaults is o with each zero value replaced by its default, for what must agree
@@ -88,6 +93,11 @@ func (o Options) WithDefaults() Options {
 	t := o.terminalConfig(nil).WithDefaults()
 	o.ScrollbackLimit, o.ListTimeout, o.DrainGrace, o.KillGrace = t.ScrollbackLimit, t.ListTimeout, t.DrainGrace, t.KillGrace
 	o.Home, o.Logger, o.sessions, o.scripts = t.Home, t.Logger, t.Sessions, t.Scripts
+	if o.spares == nil {
+		// Two a core: one session's two spares, and on a loaded machine no more
+		// started ahead than it has cores to start them on.
+		o.spares = shellpool.NewBudget(2 * runtime.NumCPU())
+	}
 	if o.CommandTimeout <= 0 {
 		o.CommandTimeout = 2 * time.Minute
 	}
@@ -105,6 +115,7 @@ func (o Options) terminalConfig(journal *delivery.Journal) terminal.Config {
 func (o Options) sessionConfig(journal *delivery.Journal) session.Config {
 	return session.Config{Journal: journal, Store: o.Store, DefaultShell: o.DefaultShell, CommandTimeout: o.CommandTimeout,
 		PresenceGrace: o.PresenceGrace, Logger: o.Logger, ToolService: o.ToolService, Agents: o.agents(), Agent: o.Agent,
+		SpareBudget: o.spares,
 		Prestart: func(m *terminal.Create) (*terminal.Spare, error) {
 			return terminal.Prestart(o.terminalConfig(journal), m)
 		}}

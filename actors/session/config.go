@@ -8,6 +8,7 @@ import (
 
 	"github.com/termhost/termhost/actors/agentmsg"
 	"github.com/termhost/termhost/actors/delivery"
+	"github.com/termhost/termhost/actors/session/shellpool"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/persistence"
 )
@@ -58,6 +59,10 @@ type Config struct {
 	// Spares is how many spare shells a session that runs `!` commands keeps
 	// started ahead (spare.go). Default 2.
 	Spares int
+	// SpareBudget bounds the spares all the host's sessions hold together
+	// (shellpool.Budget); it is shared by them. Nil: each session keeps its
+	// Spares whatever the others hold.
+	SpareBudget *shellpool.Budget
 	// ShellIdle is how long a session's spare shell and its commands' unused shells
 	// live once no command comes. Default 10 minutes.
 	ShellIdle time.Duration

@@ -216,7 +216,7 @@ func NewProps(cfg Config, rec persistence.SessionRecord, restored bool) *actor.P
 	cfg = cfg.withDefaults()
 	return actor.PropsFromProducer(func() actor.Actor {
 		s := &session{cfg: cfg, journal: cfg.Journal, store: cfg.Store, uri: rec.URI, record: rec, subs: map[delivery.Subscriber]bool{}, chats: map[string]*chat{}, writes: &sync.WaitGroup{},
-			away: map[string]*grace{}, restored: restored, shells: shellpool.New[*terminal.Spare](cfg.Spares, cfg.LiveShells, cfg.ShellIdle)}
+			away: map[string]*grace{}, restored: restored, shells: shellpool.New[*terminal.Spare](cfg.Spares, cfg.LiveShells, cfg.ShellIdle, cfg.SpareBudget)}
 		s.state = messages.NewSessionState(s.provider(), rec.Title, rec.WorkingDirectories)
 		if restored {
 			s.restore()
@@ -295,7 +295,9 @@ func (s *session) Receive(ctx actor.Context) {
 		s.checkIdle(ctx)
 	case *actor.Stopping:
 		s.stopIdle()
-		s.dropSpare()
+		for _, sp := range s.shells.Stop() {
+			go sp.Release()
+		}
 		s.stopAllAway()
 		s.answerAllPermissions()
 		// The runner stops with the session: that is no agent lost.

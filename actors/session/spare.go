@@ -17,6 +17,9 @@ import (
 // adopted, while the command runs and is kept; with commands back to back a bash
 // under load takes about as long to start as a turn takes, so with one spare the
 // next command often found it still starting, and with two each has two turns.
+// All the host's sessions together hold no more than Config.SpareBudget allows
+// (shellpool.Budget): on a machine busy with more sessions than cores, a spare
+// hides nothing, and starting two for each session is CPU spent for nothing.
 //
 // A spare is no terminal until its command's terminal adopts it: nothing is listed
 // and no client sees it. It is ended when the session stops (disposed, or the host

@@ -94,7 +94,21 @@ if [ -z "${__termhost_installed-}" ]; then
 __termhost_installed=1
 
 # __termhost_escape VALUE: sets __termhost_escaped to VALUE as a mark carries it.
+# Printable ASCII, which nearly every command line and folder is, reads the same
+# in every locale, and is escaped as it is; anything else byte by byte in the C
+# locale (__termhost_escape_bytes). Setting LC_ALL costs an interactive bash two
+# locale loads, about 0.1 ms, once on the way in and once on the way out.
 __termhost_escape() {
+	if [[ $1 == *[![:ascii:]]* || $1 == *[[:cntrl:]]* ]]; then
+		__termhost_escape_bytes "$1"
+		return
+	fi
+	local s=$1 bs='\' semi=';'
+	s=${s//"$bs"/"$bs$bs"}
+	__termhost_escaped=${s//"$semi"/"${bs}x3b"}
+}
+
+__termhost_escape_bytes() {
 	local LC_ALL=C
 	local s=$1 bs='\' semi=';' out='' c i
 	s=${s//"$bs"/"$bs$bs"}
@@ -285,7 +299,9 @@ if [[ -z $__termhost_debug_trap ]]; then
 		fi
 		# Still ours (the line never got to a command of this shell): the
 		# person's trap is the one it chains already.
-		if [[ $__termhost_trap_now != *__termhost_preexec* || -z $__termhost_armed_trap ]]; then
+		# Rebuilt only when the person's trap is not the one it chains already.
+		if [[ ($__termhost_trap_now != *__termhost_preexec* && $__termhost_trap_now != "$__termhost_trap_chained") || -z $__termhost_armed_trap ]]; then
+			__termhost_trap_chained=$__termhost_trap_now
 			__termhost_user_trap_of "$__termhost_trap_now"
 			__termhost_armed_trap='__termhost_preexec "$_"
 case $__termhost_next in user) builtin trap -- "$__termhost_user_trap" DEBUG ;; none) builtin trap - DEBUG ;; esac
@@ -314,6 +330,7 @@ fi'
 	}
 	__termhost_armed_trap=
 	__termhost_trap_now=
+	__termhost_trap_chained=
 else
 	# Older bash: a DEBUG trap, which runs before every simple command. The first
 	# one after a prompt, outside the prompt commands, is where the command line
@@ -387,6 +404,8 @@ __termhost_ps1_user=${PS1-}
 __termhost_ps1_wrapped=
 __termhost_next_hist=
 __termhost_status=0
+__termhost_cwd=
+__termhost_cwd_escaped=
 
 __termhost_precmd() {
 	__termhost_status=$?
@@ -437,8 +456,12 @@ __termhost_precmd_last() {
 		__termhost_ps0_wrapped=$__termhost_ps0_user$__termhost_ps0_ours
 		PS0=$__termhost_ps0_wrapped
 	fi
-	__termhost_escape "$PWD"
-	builtin printf '\033]633;P;Cwd=%s\007' "$__termhost_escaped"
+	# The folder is escaped again only when it changed (most prompts it did not).
+	if [[ $PWD != "$__termhost_cwd" || -z $__termhost_cwd ]]; then
+		__termhost_escape "$PWD"
+		__termhost_cwd=$PWD __termhost_cwd_escaped=$__termhost_escaped
+	fi
+	builtin printf '\033]633;P;Cwd=%s\007' "$__termhost_cwd_escaped"
 	if [[ -z $__termhost_debug_trap && -n $__termhost_scratch ]]; then
 		builtin printf '\0' 1<>"$__termhost_scratch"
 	fi

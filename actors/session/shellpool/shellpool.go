@@ -7,7 +7,10 @@
 // not safe for use by several goroutines.
 package shellpool
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // Releaser is a spare shell: Release ends it.
 type Releaser interface{ Release() }
@@ -24,12 +27,64 @@ type Pool[S Releaser] struct {
 
 	want, live int
 	idleFor    time.Duration
+	budget     *Budget // shared with the host's other sessions; nil: none
 }
 
 // New is a pool keeping up to spares spares, live idle shells, and either only
-// until idleFor has passed without a command.
-func New[S Releaser](spares, live int, idleFor time.Duration) *Pool[S] {
-	return &Pool[S]{want: spares, live: live, idleFor: idleFor}
+// until idleFor has passed without a command. Its spares, ready or being started,
+// are also counted against budget, which the host's sessions share (nil: no bound
+// but the pool's own).
+func New[S Releaser](spares, live int, idleFor time.Duration, budget *Budget) *Pool[S] {
+	return &Pool[S]{want: spares, live: live, idleFor: idleFor, budget: budget}
+}
+
+// Budget bounds the spares all of a host's sessions hold at once, ready or being
+// started. A spare only hides a shell's start from the person waiting when the
+// machine has a core free to start it ahead; once more sessions run commands than
+// the machine has cores, every command's shell costs the same CPU whether it
+// started ahead or not, and the spares beyond one a turn are bashes started for
+// nothing (50 sessions that each start two at their first command start 100 at
+// once, beside the 50 commands' own). Sessions that find the budget spent start
+// their commands' shells with the command, as without spares, and ask again at
+// their next command. A Budget is safe for use by several goroutines.
+type Budget struct {
+	mu          sync.Mutex
+	held, limit int
+}
+
+// NewBudget is a budget of limit spares (limit ≤ 0: none at all).
+func NewBudget(limit int) *Budget { return &Budget{limit: max(limit, 0)} }
+
+// take grants up to n spares, and says how many.
+func (b *Budget) take(n int) int {
+	if b == nil {
+		return n
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n = min(n, b.limit-b.held)
+	if n < 0 {
+		n = 0
+	}
+	b.held += n
+	return n
+}
+
+// give returns n spares' grants.
+func (b *Budget) give(n int) {
+	if b == nil || n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.held -= n
+	b.mu.Unlock()
+}
+
+// Held is how many spares the budget's pools hold, ready or being started.
+func (b *Budget) Held() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held
 }
 
 // Commanded notes that a command started at now.
@@ -38,7 +93,7 @@ func (p *Pool[S]) Commanded(now time.Time) { p.last = now }
 // ToStart is how many spares to start now to have the pool's number ready or being
 // started; they count as being started from now on, until Started hears of each.
 func (p *Pool[S]) ToStart() int {
-	n := max(p.want-len(p.spares)-p.starting, 0)
+	n := p.budget.take(max(p.want-len(p.spares)-p.starting, 0))
 	p.starting += n
 	return n
 }
@@ -51,6 +106,7 @@ func (p *Pool[S]) Starting() bool { return p.starting > 0 }
 func (p *Pool[S]) Started(s S, ok bool) bool {
 	p.starting--
 	if !ok || len(p.spares) >= p.want {
+		p.budget.give(1)
 		return false
 	}
 	p.spares = append(p.spares, s)
@@ -66,6 +122,7 @@ func (p *Pool[S]) Take() (S, bool) {
 	s := p.spares[0]
 	p.spares[0] = none
 	p.spares = p.spares[1:]
+	p.budget.give(1) // a command's shell now, no spare
 	return s, true
 }
 
@@ -73,6 +130,17 @@ func (p *Pool[S]) Take() (S, bool) {
 func (p *Pool[S]) DropSpares() []S {
 	s := p.spares
 	p.spares = nil
+	p.budget.give(len(s))
+	return s
+}
+
+// Stop takes every spare out of the pool, for the caller to release, and gives
+// the budget back the spares still being started too: their session is stopping,
+// and will not hear of them (the goroutine starting each releases it).
+func (p *Pool[S]) Stop() []S {
+	s := p.DropSpares()
+	p.budget.give(p.starting)
+	p.budget = nil
 	return s
 }
 
@@ -122,5 +190,6 @@ func (p *Pool[S]) IdleLeft(now time.Time) time.Duration { return p.idleFor - now
 func (p *Pool[S]) Expire() ([]S, []Shell) {
 	spares, idle := p.spares, p.idle
 	p.spares, p.idle = nil, nil
+	p.budget.give(len(spares))
 	return spares, idle
 }

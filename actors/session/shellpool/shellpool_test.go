@@ -16,7 +16,7 @@ func (*spare) Release() {}
 // start is asked for again; one beyond the number is given back; commands get the
 // oldest first.
 func TestSparesAreStartedUpToTheNumberAndHandedOutOldestFirst(t *testing.T) {
-	p := New[*spare](2, 4, time.Minute)
+	p := New[*spare](2, 4, time.Minute, nil)
 	if n := p.ToStart(); n != 2 {
 		t.Fatalf("a new pool starts %d spares, want 2", n)
 	}
@@ -64,7 +64,7 @@ func TestSparesAreStartedUpToTheNumberAndHandedOutOldestFirst(t *testing.T) {
 // kept up to the number, the oldest retired beyond it; a used one or a chat's going
 // takes shells off the list, so they are never retired.
 func TestIdleShellsBeyondTheNumberAreRetiredOldestFirst(t *testing.T) {
-	p := New[*spare](0, 2, time.Minute)
+	p := New[*spare](0, 2, time.Minute, nil)
 	sh := func(chat, uri string) Shell { return Shell{Chat: chat, URI: uri} }
 	if r := p.AtPrompt(sh("c1", "t1")); len(r) != 0 {
 		t.Fatalf("retired %v with one idle shell", r)
@@ -90,7 +90,7 @@ func TestIdleShellsBeyondTheNumberAreRetiredOldestFirst(t *testing.T) {
 // TestIdleTimeCountsFromTheLastCommand: the idle time left runs from the last
 // command's start.
 func TestIdleTimeCountsFromTheLastCommand(t *testing.T) {
-	p := New[*spare](1, 1, 10*time.Minute)
+	p := New[*spare](1, 1, 10*time.Minute, nil)
 	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	p.Commanded(at)
 	if left := p.IdleLeft(at.Add(4 * time.Minute)); left != 6*time.Minute {
@@ -99,5 +99,53 @@ func TestIdleTimeCountsFromTheLastCommand(t *testing.T) {
 	p.Commanded(at.Add(5 * time.Minute))
 	if left := p.IdleLeft(at.Add(16 * time.Minute)); left != -time.Minute {
 		t.Fatalf("11 minutes after the last command: %v left, want -1m", left)
+	}
+}
+
+// TestBudgetBoundsTheSparesOfAllPools: pools sharing a budget start no more spares
+// together than it allows; a spare taken by a command, dropped, expired, failed or
+// given back frees its place, and a stopped pool gives back the spares it was
+// still starting.
+func TestBudgetBoundsTheSparesOfAllPools(t *testing.T) {
+	b := NewBudget(3)
+	p := New[*spare](2, 4, time.Minute, b)
+	q := New[*spare](2, 4, time.Minute, b)
+	if n := p.ToStart(); n != 2 {
+		t.Fatalf("the first pool starts %d spares, want 2", n)
+	}
+	if n := q.ToStart(); n != 1 {
+		t.Fatalf("the second pool starts %d spares, want the 1 left", n)
+	}
+	if n := q.ToStart(); n != 0 || b.Held() != 3 {
+		t.Fatalf("a spent budget granted %d more (held %d)", n, b.Held())
+	}
+	if !p.Started(&spare{"a"}, true) || p.Started(nil, false) {
+		t.Fatal("the first pool's starts were not taken as they ended")
+	}
+	if b.Held() != 2 {
+		t.Fatalf("after a failed start the budget holds %d, want 2", b.Held())
+	}
+	if _, ok := p.Take(); !ok || b.Held() != 1 {
+		t.Fatalf("after a command took a spare the budget holds %d, want 1", b.Held())
+	}
+	if n := q.ToStart(); n != 1 {
+		t.Fatalf("the second pool now starts %d, want 1", n)
+	}
+	q.Started(&spare{"b"}, true)
+	q.Started(&spare{"c"}, true)
+	if got := q.DropSpares(); len(got) != 2 || b.Held() != 0 {
+		t.Fatalf("dropped %d spares, the budget holds %d", len(got), b.Held())
+	}
+	p.ToStart()
+	p.Started(&spare{"d"}, true)
+	if spares, _ := p.Expire(); len(spares) != 1 || b.Held() != 1 {
+		t.Fatalf("expired %d spares, the budget holds %d, want 1 (one still starting)", len(spares), b.Held())
+	}
+	if got := p.Stop(); len(got) != 0 || b.Held() != 0 {
+		t.Fatalf("a stopped pool handed back %d spares, the budget holds %d", len(got), b.Held())
+	}
+	p.Started(&spare{"e"}, true) // the start that was under way, heard after the stop
+	if b.Held() != 0 {
+		t.Fatalf("a start ending after the stop moved the budget to %d", b.Held())
 	}
 }
