@@ -93,8 +93,9 @@ type (
 	}
 )
 
-// nodeLost tells a proxy that its terminal's node is gone.
-type nodeLost struct{}
+// nodeLost tells a proxy that its terminal's node is gone; Session is the session a
+// session's or chat's proxy tells its subscribers of (sessionOf).
+type nodeLost struct{ Session string }
 
 func newNode(m *Member, journal *delivery.Journal, rootPID *actor.PID) *node {
 	return &node{m: m, journal: journal, root: rootPID, members: map[string]bool{}, peers: map[string]*peer{}, warned: map[string]bool{},
@@ -362,9 +363,9 @@ func (n *node) lost(ctx actor.Context, p *peer, why string) {
 		}
 	}
 	for uri, pid := range n.proxies {
-		if holder, _ := n.channelOwner(uri); holder == p {
+		if holder, kind := n.channelOwner(uri); holder == p {
 			delete(n.proxies, uri)
-			ctx.Send(pid, &nodeLost{})
+			ctx.Send(pid, &nodeLost{Session: sessionOf(p, uri, kind)})
 		}
 	}
 	delete(n.peers, p.addr)
