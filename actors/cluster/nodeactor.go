@@ -369,7 +369,7 @@ func (n *node) lost(ctx actor.Context, p *peer, why string) {
 		}
 	}
 	delete(n.peers, p.addr)
-	ctx.Send(n.root, &root.RemoteRows{Source: p.addr})
+	ctx.Send(n.root, &root.RemoteRows{Source: p.addr, Lost: true})
 	for key, s := range n.subs {
 		if s.proxy.Address == p.addr {
 			delete(n.subs, key)

@@ -34,11 +34,14 @@ type LocalRows struct {
 // RemoteRows replaces the rows another node (Source, its address) lists: the root
 // lists them after its own, and routes their URIs to the node actor. No rows take
 // that node's off the list.
+// Lost says the node is gone (SIGKILL, a restart): its sessions leave the list, but
+// they are not disposed, and they come back with it.
 type RemoteRows struct {
 	Source   string
 	Rows     []messages.TerminalInfo
 	Chats    []string
 	Sessions []map[string]any
+	Lost     bool
 }
 
 // RemotePresence is a client's coming or going on another node (a *session.ClientLeft
@@ -148,7 +151,7 @@ func (h *rootActor) remoteRows(ctx actor.Context, m *RemoteRows) {
 	} else {
 		h.remoteChats[m.Source] = m.Chats
 	}
-	h.remoteSessionsOf(m.Source, m.Sessions)
+	h.remoteSessionsOf(ctx, m.Source, m.Sessions, m.Lost)
 	h.publishTerminals(ctx)
 }
 
@@ -229,7 +232,7 @@ var summaryIdentity = map[string]bool{"resource": true, "provider": true, "creat
 // what changed since it last said, as they hear of this node's own: a session new
 // here is root/sessionAdded, one gone (disposed, or its node lost) root/sessionRemoved,
 // and one whose summary moved root/sessionSummaryChanged with the fields that did.
-func (h *rootActor) remoteSessionsOf(source string, sessions []map[string]any) {
+func (h *rootActor) remoteSessionsOf(ctx actor.Context, source string, sessions []map[string]any, lost bool) {
 	before := map[string]map[string]any{}
 	for _, s := range h.remoteSessions[source] {
 		uri, _ := s["resource"].(string)
@@ -262,6 +265,11 @@ func (h *rootActor) remoteSessionsOf(source string, sessions []map[string]any) {
 		if !now[uri] && h.remoteSessionAt[uri] == source {
 			delete(h.remoteSessionAt, uri)
 			h.tellCatalog("root/sessionRemoved", map[string]any{"channel": messages.RootURI, "session": uri})
+			if pid := h.holders[uri]; pid != nil && !lost {
+				// Disposed on its node: the claims naming it here are released.
+				delete(h.holders, uri)
+				ctx.Stop(pid)
+			}
 		}
 	}
 	if len(sessions) == 0 {
@@ -288,4 +296,25 @@ func (h *rootActor) placeSessionInCluster(ctx actor.Context, m *session.Create) 
 	}
 	ctx.Forward(h.opts.Cluster)
 	return true
+}
+
+// holderOf is the actor a terminal's claim watches for the session it names
+// (terminal.HolderQuery): the session's own on this node; for a session another node
+// holds, a stand-in of this root's that stops when the session is disposed there, so
+// the claim is released as it is for a session here. A node lost is no disposal: the
+// stand-in stays, and the claim with it, since the session comes back with its node.
+// Nil for a session no node holds (an agent backend's, say).
+func (h *rootActor) holderOf(ctx actor.Context, session string) *actor.PID {
+	if pid := h.sessions[session]; pid != nil || !h.clustered() {
+		return pid
+	}
+	if pid := h.holders[session]; pid != nil {
+		return pid
+	}
+	if !h.remoteSession(session) {
+		return nil
+	}
+	pid := ctx.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	h.holders[session] = pid
+	return pid
 }

@@ -210,6 +210,9 @@ type rootActor struct {
 	// node (its address) of each.
 	remoteSessions  map[string][]map[string]any
 	remoteSessionAt map[string]string
+	// holders stand in, for the claims of this node's terminals, for sessions other
+	// nodes hold (cluster.go, holderOf).
+	holders map[string]*actor.PID
 
 	// draining refuses new terminals; drainWaiters hear when the shells are done
 	// (see drain.go).
@@ -243,7 +246,7 @@ func NewProps(opts Options, journal *delivery.Journal) *actor.Props {
 		h := &rootActor{opts: opts, journal: journal, entries: map[string]*terminalEntry{}, subs: map[delivery.Subscriber]bool{},
 			sessions: map[string]*actor.PID{}, chats: map[string]*actor.PID{},
 			remote: map[string][]messages.TerminalInfo{}, remoteURIs: map[string]json.RawMessage{}, remoteChats: map[string][]string{},
-			summaries: map[string]map[string]any{}, remoteSessions: map[string][]map[string]any{}, remoteSessionAt: map[string]string{}}
+			summaries: map[string]map[string]any{}, remoteSessions: map[string][]map[string]any{}, remoteSessionAt: map[string]string{}, holders: map[string]*actor.PID{}}
 		h.behavior.Become(h.serving)
 		h.root = messages.RootState{
 			Agents:    opts.agentList(),
@@ -425,7 +428,7 @@ func (h *rootActor) registry(ctx actor.Context) {
 		h.row(ctx, m)
 	case *terminal.HolderQuery:
 		// A terminal's claim actor watches the session its claim names.
-		ctx.Respond(&terminal.Holder{Session: m.Session, PID: h.sessions[m.Session]})
+		ctx.Respond(&terminal.Holder{Session: m.Session, PID: h.holderOf(ctx, m.Session)})
 	case *ListTerminals:
 		ctx.Respond(append([]string(nil), h.order...))
 	case *RemoteRows:

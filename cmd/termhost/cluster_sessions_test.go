@@ -177,11 +177,28 @@ func runClusterSessions(t *testing.T, provider func(slot int) []string) {
 			t.Fatalf("node %q lists %s on node %q", node, near, got)
 		}
 	}
+	// A terminal of a node other than the session's, handed to the session, is
+	// released when the session is disposed, as on one node: its claim watches the
+	// session cluster-wide.
+	held := "ahp-terminal:/held-by-near"
+	onNode := map[bool]string{true: "a", false: "c"}[node != "a"]
+	holdC := map[string]*clusterNode{"a": a, "c": c}[onNode].dial(ctx, "hold")
+	createOn(t, ctx, holdC, "hold", held, onNode)
+	_, sHeld, _ := subscribeStream(t, ctx, holdC, held)
+	_ = holdC.Dispatch(ctx, held, 1, map[string]any{"type": "terminal/claimed", "claim": map[string]any{"kind": "session", "session": near, "chat": near + "/chat"}})
+	if e := sHeld.until(ctx, "the claim's echo", isType(messages.TerminalClaimed)); e.Origin == nil || !strings.Contains(string(e.Action), near) {
+		t.Fatalf("handing %s to %s: %+v %s", held, near, e, e.Action)
+	}
 	if _, err := ca.Request(ctx, "disposeSession", map[string]any{"channel": near}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range []*client.Conn{rootA, rootB, rootC} {
 		waitCatalog(t, ctx, r, "root/sessionRemoved", near)
+	}
+	released := sHeld.until(ctx, "the claim's release", isType(messages.TerminalClaimed))
+	var rel struct{ Claim messages.Claim }
+	if err := json.Unmarshal(released.Action, &rel); err != nil || released.Origin != nil || rel.Claim != (messages.Claim{Kind: messages.ClaimClient}) {
+		t.Fatalf("%s after %s on node %s was disposed: %s", held, near, node, released.Action)
 	}
 
 	// SIGKILL node b: its session leaves the other nodes' lists, and node c's client,
