@@ -71,6 +71,9 @@ const (
 	kindSessionRequest byte = 96 + iota
 	kindSessionResult
 	kindPresence
+	kindReserve
+	kindReserveAnswer
+	kindReserveRelease
 )
 
 // sessionMessage is an empty message of a sessions kind, or nil for another kind.
@@ -82,6 +85,12 @@ func sessionMessage(kind byte) any {
 		return &sessionResult{}
 	case kindPresence:
 		return &presence{}
+	case kindReserve:
+		return &reserve{}
+	case kindReserveAnswer:
+		return &reserveAnswer{}
+	case kindReserveRelease:
+		return &reserveRelease{}
 	}
 	return nil
 }

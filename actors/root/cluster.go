@@ -6,6 +6,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -317,4 +318,54 @@ func (h *rootActor) holderOf(ctx actor.Context, session string) *actor.PID {
 	pid := ctx.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
 	h.holders[session] = pid
 	return pid
+}
+
+// Reserve asks the node actor to reserve URI cluster-wide before this node makes a
+// client's session or terminal of it (actors/cluster, reserve.go); the answer is a
+// *Reserved. Release gives the reservation back once the channel is gone.
+type (
+	Reserve  struct{ URI string }
+	Reserved struct{ Taken bool }
+	Release  struct{ URI string }
+)
+
+// reserveWait bounds the root's wait for a reservation; the node actor answers
+// sooner, going ahead itself when the URI's home node is silent.
+const reserveWait = 5 * time.Second
+
+// reserveFirst holds a client's create of uri on a cluster node until uri is reserved
+// cluster-wide, and reports whether it did: then again (the create handled anew, its
+// checks made again) runs once the reservation is made, and taken when another node
+// holds uri. A second create of uri here while the first waits is taken at once, as
+// a duplicate on one node is.
+func (h *rootActor) reserveFirst(ctx actor.Context, uri string, again, taken func()) bool {
+	if !h.clustered() || h.reservedNow == uri {
+		return false
+	}
+	if h.reserving[uri] {
+		taken()
+		return true
+	}
+	h.reserving[uri] = true
+	f := ctx.RequestFuture(h.opts.Cluster, &Reserve{URI: uri}, reserveWait)
+	ctx.ReenterAfter(f, func(res any, err error) {
+		delete(h.reserving, uri)
+		if r, ok := res.(*Reserved); ok && r.Taken {
+			taken()
+			return
+		}
+		h.reservations[uri] = true
+		h.reservedNow = uri
+		again()
+		h.reservedNow = ""
+	})
+	return true
+}
+
+// released gives back uri's reservation, if this node made one: its channel is gone.
+func (h *rootActor) released(ctx actor.Context, uri string) {
+	if h.reservations[uri] {
+		delete(h.reservations, uri)
+		ctx.Send(h.opts.Cluster, &Release{URI: uri})
+	}
 }
