@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/messages"
@@ -350,6 +351,13 @@ func (h *rootActor) reserveFirst(ctx actor.Context, uri string, again, taken fun
 	f := ctx.RequestFuture(h.opts.Cluster, &Reserve{URI: uri}, reserveWait)
 	ctx.ReenterAfter(f, func(res any, err error) {
 		delete(h.reserving, uri)
+		// The subscribes that came meanwhile are handled again after the create.
+		defer func() {
+			for _, w := range h.afterReserve[uri] {
+				ctx.RequestWithCustomSender(ctx.Self(), w.msg, w.sender)
+			}
+			delete(h.afterReserve, uri)
+		}()
 		if r, ok := res.(*Reserved); ok && r.Taken {
 			taken()
 			return
@@ -359,6 +367,23 @@ func (h *rootActor) reserveFirst(ctx actor.Context, uri string, again, taken fun
 		again()
 		h.reservedNow = ""
 	})
+	return true
+}
+
+// heldSubscribe is a subscribe that waits for its channel's reservation.
+type heldSubscribe struct {
+	msg    *channel.Subscribe
+	sender *actor.PID
+}
+
+// waitReservation holds a subscribe to a channel whose create here waits for its
+// reservation, and reports whether it did: a client that sends its subscribe right
+// behind its create (pipelined) finds the channel, as on a host alone.
+func (h *rootActor) waitReservation(ctx actor.Context, m *channel.Subscribe) bool {
+	if !h.reserving[m.Channel] {
+		return false
+	}
+	h.afterReserve[m.Channel] = append(h.afterReserve[m.Channel], heldSubscribe{msg: m, sender: ctx.Sender()})
 	return true
 }
 

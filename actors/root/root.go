@@ -219,6 +219,9 @@ type rootActor struct {
 	reserving    map[string]bool
 	reservations map[string]bool
 	reservedNow  string
+	// afterReserve are the subscribes that came while their channel's create waited
+	// for its reservation.
+	afterReserve map[string][]heldSubscribe
 
 	// draining refuses new terminals; drainWaiters hear when the shells are done
 	// (see drain.go).
@@ -253,7 +256,7 @@ func NewProps(opts Options, journal *delivery.Journal) *actor.Props {
 			sessions: map[string]*actor.PID{}, chats: map[string]*actor.PID{},
 			remote: map[string][]messages.TerminalInfo{}, remoteURIs: map[string]json.RawMessage{}, remoteChats: map[string][]string{},
 			summaries: map[string]map[string]any{}, remoteSessions: map[string][]map[string]any{}, remoteSessionAt: map[string]string{}, holders: map[string]*actor.PID{},
-			reserving: map[string]bool{}, reservations: map[string]bool{}}
+			reserving: map[string]bool{}, reservations: map[string]bool{}, afterReserve: map[string][]heldSubscribe{}}
 		h.behavior.Become(h.serving)
 		h.root = messages.RootState{
 			Agents:    opts.agentList(),
@@ -462,6 +465,9 @@ func (h *rootActor) subscribe(ctx actor.Context, m *channel.Subscribe) {
 	}
 	if pid := h.sessionOf(m.Channel); pid != nil {
 		ctx.Forward(pid)
+		return
+	}
+	if h.waitReservation(ctx, m) {
 		return
 	}
 	if h.toCluster(ctx, m.Channel) {
