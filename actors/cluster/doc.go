@@ -42,6 +42,13 @@
 // session's or chat's channel is reached from another node through the same proxy,
 // folded with the session's or chat's own reducer (sessions.go).
 //
+// A subscriber here of a lost node's session or chat is told on that channel
+// (root/sessionRemoved scoped to it, _meta.reason "node lost"), and a terminal's claim
+// naming another node's session is released when that session is disposed there
+// (actors/root/cluster.go). A client's session or terminal URI is reserved at its home
+// node before it is made, so two creates of one URI on two nodes do not both succeed
+// (reserve.go).
+//
 // Users and grants are the cluster's: a users actor on each node sends the others its
 // copy of the users file and merges theirs (users.go).
 package cluster

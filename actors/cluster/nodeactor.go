@@ -72,6 +72,8 @@ type node struct {
 	rowsSent  time.Time
 	rowsTimer *time.Timer
 	topoSub   any
+	// reserved are the reservations of URIs whose home is this node (reserve.go).
+	reserved map[string]reservation
 }
 
 // Messages of the node actor to itself.
@@ -93,12 +95,13 @@ type (
 	}
 )
 
-// nodeLost tells a proxy that its terminal's node is gone.
-type nodeLost struct{}
+// nodeLost tells a proxy that its terminal's node is gone; Session is the session a
+// session's or chat's proxy tells its subscribers of (sessionOf).
+type nodeLost struct{ Session string }
 
 func newNode(m *Member, journal *delivery.Journal, rootPID *actor.PID) *node {
 	return &node{m: m, journal: journal, root: rootPID, members: map[string]bool{}, peers: map[string]*peer{}, warned: map[string]bool{},
-		owner: map[string]string{}, proxies: map[string]*actor.PID{}, subs: map[string]*remoteSub{}, afterRow: map[string][]func(){}}
+		owner: map[string]string{}, proxies: map[string]*actor.PID{}, subs: map[string]*remoteSub{}, afterRow: map[string][]func(){}, reserved: map[string]reservation{}}
 }
 
 func (n *node) Receive(ctx actor.Context) {
@@ -186,6 +189,14 @@ func (n *node) Receive(ctx actor.Context) {
 		n.tellPresence(ctx, &presence{ClientID: msg.ClientID})
 	case *presence:
 		n.heardPresence(ctx, msg)
+	case *root.Reserve:
+		n.reserveFor(ctx, msg)
+	case *root.Release:
+		n.release(ctx, msg)
+	case *reserve:
+		ctx.Respond(&reserveAnswer{Taken: n.decideReserve(msg)})
+	case *reserveRelease:
+		n.released(msg)
 
 	// Owner side: another node's proxy acting here.
 	case *remoteSubscribe:
@@ -362,13 +373,14 @@ func (n *node) lost(ctx actor.Context, p *peer, why string) {
 		}
 	}
 	for uri, pid := range n.proxies {
-		if holder, _ := n.channelOwner(uri); holder == p {
+		if holder, kind := n.channelOwner(uri); holder == p {
 			delete(n.proxies, uri)
-			ctx.Send(pid, &nodeLost{})
+			ctx.Send(pid, &nodeLost{Session: sessionOf(p, uri, kind)})
 		}
 	}
 	delete(n.peers, p.addr)
-	ctx.Send(n.root, &root.RemoteRows{Source: p.addr})
+	n.dropReservations(p.addr)
+	ctx.Send(n.root, &root.RemoteRows{Source: p.addr, Lost: true})
 	for key, s := range n.subs {
 		if s.proxy.Address == p.addr {
 			delete(n.subs, key)

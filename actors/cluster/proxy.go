@@ -149,7 +149,7 @@ func (p *proxy) Receive(ctx actor.Context) {
 	case *nodeLost:
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		p.nodeLost(ctx)
+		p.nodeLost(ctx, m)
 	case *subscribeLapsed:
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -449,13 +449,19 @@ func (p *proxy) rejected(m *rejected) {
 
 // nodeLost ends the terminal for its subscribers here: terminal/exited with no code
 // and _meta.reason "node lost" (issue 17), then the proxy stops.
-func (p *proxy) nodeLost(ctx actor.Context) {
+func (p *proxy) nodeLost(ctx actor.Context, m *nodeLost) {
 	p.hold(false, true)
 	for _, w := range p.waiting {
 		ctx.Send(w.sender, &channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s: its node was lost", p.uri)})
 	}
-	// A session or chat has no exit of its own: it leaves the root's session list
-	// (root/sessionRemoved), and its subscribers hear nothing more.
+	// A session or chat has no exit of its own: it leaves the root's session list,
+	// and its subscribers here hear so on its channel (sessionGoneFrame).
+	if p.phase == live && p.doc != nil && m.Session != "" {
+		out := sessionGoneFrame(p.uri, m.Session)
+		for s := range p.subs {
+			s.Deliver(p.uri, out)
+		}
+	}
 	if p.phase == live && p.doc == nil {
 		p.fold()
 		a := &messages.Action{Type: messages.TerminalExited, Meta: map[string]any{"reason": "node lost"}}

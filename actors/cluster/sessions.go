@@ -1,9 +1,10 @@
 package cluster
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
-	"time"
+	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
@@ -70,6 +71,9 @@ const (
 	kindSessionRequest byte = 96 + iota
 	kindSessionResult
 	kindPresence
+	kindReserve
+	kindReserveAnswer
+	kindReserveRelease
 )
 
 // sessionMessage is an empty message of a sessions kind, or nil for another kind.
@@ -81,6 +85,12 @@ func sessionMessage(kind byte) any {
 		return &sessionResult{}
 	case kindPresence:
 		return &presence{}
+	case kindReserve:
+		return &reserve{}
+	case kindReserveAnswer:
+		return &reserveAnswer{}
+	case kindReserveRelease:
+		return &reserveRelease{}
 	}
 	return nil
 }
@@ -286,6 +296,9 @@ func (d *doc) state() any {
 func (d *doc) fold(f []byte) (json.RawMessage, *messages.Origin, bool) {
 	env, ok := readEnvelope(f)
 	if !ok {
+		if at, ok := dated(f); ok && d.kind == chatChannel && d.chat != nil {
+			d.chat.SetModifiedAt(at)
+		}
 		return nil, nil, false
 	}
 	var a map[string]any
@@ -296,11 +309,72 @@ func (d *doc) fold(f []byte) (json.RawMessage, *messages.Origin, bool) {
 		messages.ReduceSession(d.session, a)
 	} else {
 		messages.ReduceChat(d.chat, a)
-		// The owner dates a chat's every change as it sends it (its modifiedAt is
-		// not in the action); the proxy dates it as it arrives.
-		d.chat.SetModifiedAt(time.Now().UTC().Format("2006-01-02T15:04:05.000Z"))
 	}
 	return env.Action, env.Origin, true
+}
+
+// The owner dates a chat's every change as it sends it, and no action carries the
+// date: the owner's gateway sends it after the change's frame as a frame of its own,
+// {"x-modifiedAt":"…"}, which the proxy folds into its copy of the chat and hands
+// nobody. A snapshot served on another node then has the owner's modifiedAt, not the
+// time the last frame arrived there.
+var datedHead = []byte(`{"x-modifiedAt":`)
+
+// datedFrame is the frame that carries a chat change's modifiedAt.
+func datedFrame(modifiedAt string) []byte {
+	b, _ := json.Marshal(modifiedAt)
+	return append(append(append([]byte(nil), datedHead...), b...), '}')
+}
+
+// dated reads a datedFrame; false for any other frame.
+func dated(f []byte) (string, bool) {
+	if !bytes.HasPrefix(f, datedHead) || len(f) < len(datedHead)+1 {
+		return "", false
+	}
+	var at string
+	if json.Unmarshal(f[len(datedHead):len(f)-1], &at) != nil {
+		return "", false
+	}
+	return at, true
+}
+
+// DeliverDated is, on the owner, Deliver for a chat's change with its date
+// (session.DatedSubscriber): the dated frame follows the change's in the same order.
+func (s *remoteSub) DeliverDated(ch string, f []byte, modifiedAt string) {
+	s.Deliver(ch, f)
+	s.Deliver(ch, datedFrame(modifiedAt))
+}
+
+// sessionOf is the session a lost node p held a session's or chat's channel uri of,
+// for telling the channel's subscribers here it is gone: the session itself, or for
+// a chat the session it was minted under (this host names a session's chats after
+// it); "" when that cannot be told (a chat a client named itself).
+func sessionOf(p *peer, uri string, kind channelKind) string {
+	switch kind {
+	case sessionChannel:
+		return uri
+	case chatChannel:
+		best := ""
+		for _, s := range p.sessions {
+			if su, _ := s["resource"].(string); strings.HasPrefix(uri, su+"/") && len(su) > len(best) {
+				best = su
+			}
+		}
+		return best
+	}
+	return ""
+}
+
+// sessionGoneFrame tells a subscriber of a session's or chat's channel whose node was
+// lost that the session is gone from this host's view: root/sessionRemoved, as every
+// root subscriber hears, scoped to the channel it subscribed (params.channel, which
+// is how a client routes a notification to that subscription), with _meta.reason
+// "node lost" as a lost terminal's terminal/exited has. When the node comes back the
+// session is listed again (root/sessionAdded) and may be subscribed anew.
+func sessionGoneFrame(channel, session string) []byte {
+	f, _ := messages.NotificationFrame("root/sessionRemoved", map[string]any{
+		"channel": channel, "session": session, "_meta": map[string]any{"reason": "node lost"}})
+	return f
 }
 
 func (d *doc) reset() { d.session, d.chat = nil, nil }

@@ -72,3 +72,65 @@ func TestChatDocFolds(t *testing.T) {
 		t.Fatal("a notification that is no action was folded")
 	}
 }
+
+// A proxy's copy of a chat is dated by the owner: the dated frame the owner's gateway
+// sends after a change sets modifiedAt, and neither the change itself nor the time it
+// arrived here does; the dated frame is handed to nobody.
+func TestChatDocDatedByOwner(t *testing.T) {
+	d := &doc{kind: chatChannel}
+	raw, _ := json.Marshal(messages.NewChatState("ahp-session:/s/chat", "", "2026-01-01T00:00:00.000Z"))
+	if err := d.load(raw); err != nil {
+		t.Fatal(err)
+	}
+	modifiedAt := func() string {
+		snap, _ := json.Marshal(d.state())
+		var st struct{ ModifiedAt string }
+		_ = json.Unmarshal(snap, &st)
+		return st.ModifiedAt
+	}
+	action := json.RawMessage(`{"type":"chat/turnStarted","turnId":"t1","message":{"text":"hi","origin":{"kind":"user"}}}`)
+	if _, _, ok := d.fold(messages.EnvelopeFrame(&messages.Envelope{Channel: "ahp-session:/s/chat", Action: action, ServerSeq: 3})); !ok {
+		t.Fatal("the action was not folded")
+	}
+	if got := modifiedAt(); got != "2026-01-01T00:00:00.000Z" {
+		t.Fatalf("the proxy dated the change itself: %s", got)
+	}
+	if _, _, ok := d.fold(datedFrame("2026-02-03T04:05:06.789Z")); ok {
+		t.Fatal("the dated frame was taken for an action")
+	}
+	if got := modifiedAt(); got != "2026-02-03T04:05:06.789Z" {
+		t.Fatalf("modifiedAt after the owner's date: %s", got)
+	}
+}
+
+// A session's and a chat's channel name their session when their node is lost; a
+// chat a client named outside its session's URI names none.
+func TestSessionOfLostChannel(t *testing.T) {
+	p := &peer{sessions: []map[string]any{{"resource": "ahp-session:/s"}, {"resource": "ahp-session:/s/x"}}}
+	for _, c := range []struct {
+		uri  string
+		kind channelKind
+		want string
+	}{
+		{"ahp-session:/s", sessionChannel, "ahp-session:/s"},
+		{"ahp-session:/s/chat", chatChannel, "ahp-session:/s"},
+		{"ahp-session:/s/x/chat-2", chatChannel, "ahp-session:/s/x"},
+		{"ahp-chat:/mine", chatChannel, ""},
+		{"ahp-session:/s/chat", terminalChannel, ""},
+	} {
+		if got := sessionOf(p, c.uri, c.kind); got != c.want {
+			t.Errorf("sessionOf(%s) = %q, want %q", c.uri, got, c.want)
+		}
+	}
+	var n struct {
+		Method string
+		Params struct {
+			Channel, Session string
+			Meta             map[string]any `json:"_meta"`
+		}
+	}
+	if err := json.Unmarshal(sessionGoneFrame("ahp-session:/s/chat", "ahp-session:/s"), &n); err != nil || n.Method != "root/sessionRemoved" ||
+		n.Params.Channel != "ahp-session:/s/chat" || n.Params.Session != "ahp-session:/s" || n.Params.Meta["reason"] != "node lost" {
+		t.Fatalf("the frame: %+v %v", n, err)
+	}
+}

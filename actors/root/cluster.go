@@ -6,9 +6,11 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/messages"
@@ -34,11 +36,14 @@ type LocalRows struct {
 // RemoteRows replaces the rows another node (Source, its address) lists: the root
 // lists them after its own, and routes their URIs to the node actor. No rows take
 // that node's off the list.
+// Lost says the node is gone (SIGKILL, a restart): its sessions leave the list, but
+// they are not disposed, and they come back with it.
 type RemoteRows struct {
 	Source   string
 	Rows     []messages.TerminalInfo
 	Chats    []string
 	Sessions []map[string]any
+	Lost     bool
 }
 
 // RemotePresence is a client's coming or going on another node (a *session.ClientLeft
@@ -148,7 +153,7 @@ func (h *rootActor) remoteRows(ctx actor.Context, m *RemoteRows) {
 	} else {
 		h.remoteChats[m.Source] = m.Chats
 	}
-	h.remoteSessionsOf(m.Source, m.Sessions)
+	h.remoteSessionsOf(ctx, m.Source, m.Sessions, m.Lost)
 	h.publishTerminals(ctx)
 }
 
@@ -229,7 +234,7 @@ var summaryIdentity = map[string]bool{"resource": true, "provider": true, "creat
 // what changed since it last said, as they hear of this node's own: a session new
 // here is root/sessionAdded, one gone (disposed, or its node lost) root/sessionRemoved,
 // and one whose summary moved root/sessionSummaryChanged with the fields that did.
-func (h *rootActor) remoteSessionsOf(source string, sessions []map[string]any) {
+func (h *rootActor) remoteSessionsOf(ctx actor.Context, source string, sessions []map[string]any, lost bool) {
 	before := map[string]map[string]any{}
 	for _, s := range h.remoteSessions[source] {
 		uri, _ := s["resource"].(string)
@@ -262,6 +267,11 @@ func (h *rootActor) remoteSessionsOf(source string, sessions []map[string]any) {
 		if !now[uri] && h.remoteSessionAt[uri] == source {
 			delete(h.remoteSessionAt, uri)
 			h.tellCatalog("root/sessionRemoved", map[string]any{"channel": messages.RootURI, "session": uri})
+			if pid := h.holders[uri]; pid != nil && !lost {
+				// Disposed on its node: the claims naming it here are released.
+				delete(h.holders, uri)
+				ctx.Stop(pid)
+			}
 		}
 	}
 	if len(sessions) == 0 {
@@ -288,4 +298,99 @@ func (h *rootActor) placeSessionInCluster(ctx actor.Context, m *session.Create) 
 	}
 	ctx.Forward(h.opts.Cluster)
 	return true
+}
+
+// holderOf is the actor a terminal's claim watches for the session it names
+// (terminal.HolderQuery): the session's own on this node; for a session another node
+// holds, a stand-in of this root's that stops when the session is disposed there, so
+// the claim is released as it is for a session here. A node lost is no disposal: the
+// stand-in stays, and the claim with it, since the session comes back with its node.
+// Nil for a session no node holds (an agent backend's, say).
+func (h *rootActor) holderOf(ctx actor.Context, session string) *actor.PID {
+	if pid := h.sessions[session]; pid != nil || !h.clustered() {
+		return pid
+	}
+	if pid := h.holders[session]; pid != nil {
+		return pid
+	}
+	if !h.remoteSession(session) {
+		return nil
+	}
+	pid := ctx.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	h.holders[session] = pid
+	return pid
+}
+
+// Reserve asks the node actor to reserve URI cluster-wide before this node makes a
+// client's session or terminal of it (actors/cluster, reserve.go); the answer is a
+// *Reserved. Release gives the reservation back once the channel is gone.
+type (
+	Reserve  struct{ URI string }
+	Reserved struct{ Taken bool }
+	Release  struct{ URI string }
+)
+
+// reserveWait bounds the root's wait for a reservation; the node actor answers
+// sooner, going ahead itself when the URI's home node is silent.
+const reserveWait = 5 * time.Second
+
+// reserveFirst holds a client's create of uri on a cluster node until uri is reserved
+// cluster-wide, and reports whether it did: then again (the create handled anew, its
+// checks made again) runs once the reservation is made, and taken when another node
+// holds uri. A second create of uri here while the first waits is taken at once, as
+// a duplicate on one node is.
+func (h *rootActor) reserveFirst(ctx actor.Context, uri string, again, taken func()) bool {
+	if !h.clustered() || h.reservedNow == uri {
+		return false
+	}
+	if h.reserving[uri] {
+		taken()
+		return true
+	}
+	h.reserving[uri] = true
+	f := ctx.RequestFuture(h.opts.Cluster, &Reserve{URI: uri}, reserveWait)
+	ctx.ReenterAfter(f, func(res any, err error) {
+		delete(h.reserving, uri)
+		// The subscribes that came meanwhile are handled again after the create.
+		defer func() {
+			for _, w := range h.afterReserve[uri] {
+				ctx.RequestWithCustomSender(ctx.Self(), w.msg, w.sender)
+			}
+			delete(h.afterReserve, uri)
+		}()
+		if r, ok := res.(*Reserved); ok && r.Taken {
+			taken()
+			return
+		}
+		h.reservations[uri] = true
+		h.reservedNow = uri
+		again()
+		h.reservedNow = ""
+	})
+	return true
+}
+
+// heldSubscribe is a subscribe that waits for its channel's reservation.
+type heldSubscribe struct {
+	msg    *channel.Subscribe
+	sender *actor.PID
+}
+
+// waitReservation holds a subscribe to a channel whose create here waits for its
+// reservation, and reports whether it did: a client that sends its subscribe right
+// behind its create (pipelined) finds the channel, as on a host alone.
+func (h *rootActor) waitReservation(ctx actor.Context, m *channel.Subscribe) bool {
+	if !h.reserving[m.Channel] {
+		return false
+	}
+	h.afterReserve[m.Channel] = append(h.afterReserve[m.Channel], heldSubscribe{msg: m, sender: ctx.Sender()})
+	return true
+}
+
+// released gives back uri's reservation, if this node made one: its channel is gone.
+func (h *rootActor) released(ctx actor.Context, uri string) {
+	if h.reservations[uri] {
+		delete(h.reservations, uri)
+		ctx.Send(h.opts.Cluster, &Release{URI: uri})
+	}
 }

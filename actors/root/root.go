@@ -221,6 +221,18 @@ type rootActor struct {
 	// node (its address) of each.
 	remoteSessions  map[string][]map[string]any
 	remoteSessionAt map[string]string
+	// holders stand in, for the claims of this node's terminals, for sessions other
+	// nodes hold (cluster.go, holderOf).
+	holders map[string]*actor.PID
+	// reserving are the URIs of creates waiting for their reservation, reservations
+	// those this node holds, and reservedNow the one whose create runs again now
+	// (cluster.go, reserveFirst).
+	reserving    map[string]bool
+	reservations map[string]bool
+	reservedNow  string
+	// afterReserve are the subscribes that came while their channel's create waited
+	// for its reservation.
+	afterReserve map[string][]heldSubscribe
 
 	// draining refuses new terminals; drainWaiters hear when the shells are done
 	// (see drain.go).
@@ -254,7 +266,8 @@ func NewProps(opts Options, journal *delivery.Journal) *actor.Props {
 		h := &rootActor{opts: opts, journal: journal, entries: map[string]*terminalEntry{}, subs: map[delivery.Subscriber]bool{},
 			sessions: map[string]*actor.PID{}, chats: map[string]*actor.PID{},
 			remote: map[string][]messages.TerminalInfo{}, remoteURIs: map[string]json.RawMessage{}, remoteChats: map[string][]string{},
-			summaries: map[string]map[string]any{}, remoteSessions: map[string][]map[string]any{}, remoteSessionAt: map[string]string{}}
+			summaries: map[string]map[string]any{}, remoteSessions: map[string][]map[string]any{}, remoteSessionAt: map[string]string{}, holders: map[string]*actor.PID{},
+			reserving: map[string]bool{}, reservations: map[string]bool{}, afterReserve: map[string][]heldSubscribe{}}
 		h.behavior.Become(h.serving)
 		h.root = messages.RootState{
 			Agents:    opts.agentList(),
@@ -436,7 +449,7 @@ func (h *rootActor) registry(ctx actor.Context) {
 		h.row(ctx, m)
 	case *terminal.HolderQuery:
 		// A terminal's claim actor watches the session its claim names.
-		ctx.Respond(&terminal.Holder{Session: m.Session, PID: h.sessions[m.Session]})
+		ctx.Respond(&terminal.Holder{Session: m.Session, PID: h.holderOf(ctx, m.Session)})
 	case *ListTerminals:
 		ctx.Respond(append([]string(nil), h.order...))
 	case *RemoteRows:
@@ -463,6 +476,9 @@ func (h *rootActor) subscribe(ctx actor.Context, m *channel.Subscribe) {
 	}
 	if pid := h.sessionOf(m.Channel); pid != nil {
 		ctx.Forward(pid)
+		return
+	}
+	if h.waitReservation(ctx, m) {
 		return
 	}
 	if h.toCluster(ctx, m.Channel) {
@@ -554,6 +570,7 @@ func (h *rootActor) disposeSession(ctx actor.Context, m *session.Dispose) {
 	}
 	delete(h.sessions, m.URI)
 	delete(h.summaries, m.URI)
+	h.released(ctx, m.URI)
 	defer h.sessionsMoved(ctx)
 	for uri, p := range h.chats {
 		if p.Id == pid.Id {
@@ -608,6 +625,7 @@ func (h *rootActor) terminated(ctx actor.Context, m *actor.Terminated) {
 
 func (h *rootActor) unregister(ctx actor.Context, uri string, e *terminalEntry) {
 	delete(h.entries, uri)
+	h.released(ctx, uri)
 	h.removeOrder(uri)
 	if e.listed {
 		h.publishTerminals(ctx)
@@ -685,6 +703,11 @@ func (h *rootActor) create(ctx actor.Context, m *terminal.Create) {
 		return
 	}
 	if h.placeInCluster(ctx, m) || h.refuseWhileDraining(ctx, m) {
+		return
+	}
+	if m.Watcher == nil && m.Spare == nil && h.reserveFirst(ctx, m.URI, func() { h.create(ctx, m) }, func() {
+		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeAlreadyExists, "Terminal already exists: %s", m.URI)})
+	}) {
 		return
 	}
 	props := terminal.NewProps(h.opts.terminalConfig(h.journal), m, h.defaultShell())
@@ -886,6 +909,11 @@ func (h *rootActor) createSession(ctx actor.Context, m *session.Create) {
 	}
 	if agent != "" && !slices.Contains(h.opts.agents(), agent) {
 		ctx.Respond(&session.Result{Err: messages.Errorf(session.CodeProviderNotFound, "No agent %q on this host; the agents are listed on root state (agents)", m.Agent)})
+		return
+	}
+	if h.reserveFirst(ctx, m.URI, func() { h.createSession(ctx, m) }, func() {
+		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeSessionAlreadyExists, "Session already exists: %s", m.URI)})
+	}) {
 		return
 	}
 	rec := persistence.SessionRecord{URI: m.URI, WorkingDirectories: m.WorkingDirectories, Created: time.Now(), Agent: agent, Creator: m.By}

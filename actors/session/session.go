@@ -551,11 +551,24 @@ func (s *session) chatAction(c *chat, a messages.ChatAction) {
 // publish dates a chat's change and sends the action that made it, stamped, to the
 // chat's subscribers; origin names the client dispatch it echoes, if any.
 func (s *session) publish(c *chat, raw json.RawMessage, origin *messages.Origin) {
-	c.state.SetModifiedAt(isoTime(time.Now()))
+	at := isoTime(time.Now())
+	c.state.SetModifiedAt(at)
 	frame := s.journal.Stamp(&messages.Envelope{Channel: c.uri, Action: raw, Origin: origin})
 	for sub := range c.subs {
+		if d, ok := sub.(DatedSubscriber); ok {
+			d.DeliverDated(c.uri, frame, at)
+			continue
+		}
 		sub.Deliver(c.uri, frame)
 	}
+}
+
+// DatedSubscriber is a chat subscriber that keeps the chat's state itself, away from
+// this session (another node's proxy of it, actors/cluster): it is handed each
+// change's modifiedAt with the frame, since no action carries it, so a snapshot it
+// answers has the session's date and not its own.
+type DatedSubscriber interface {
+	DeliverDated(channel string, frame []byte, modifiedAt string)
 }
 
 func (s *session) subscribe(ctx actor.Context, m *channel.Subscribe) {

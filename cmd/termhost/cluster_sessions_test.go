@@ -126,6 +126,9 @@ func runClusterSessions(t *testing.T, provider func(slot int) []string) {
 	if got, want := shapeFrom(sA, "t2"), shapeFrom(sB, "t2"); !slices.Equal(got, want) {
 		t.Fatalf("node a's client saw\n%q\nnode b's client saw\n%q", got, want)
 	}
+	// A snapshot of the chat served on node c has the modifiedAt node b gave it, not
+	// the time its last change reached node c.
+	sameModifiedAt(t, ctx, b.dial(ctx, "mb"), c.dial(ctx, "mc"), chat)
 	last = snapC.FromSeq
 	for _, e := range sC.envs {
 		if e.ServerSeq <= last {
@@ -174,15 +177,34 @@ func runClusterSessions(t *testing.T, provider func(slot int) []string) {
 			t.Fatalf("node %q lists %s on node %q", node, near, got)
 		}
 	}
+	// A terminal of a node other than the session's, handed to the session, is
+	// released when the session is disposed, as on one node: its claim watches the
+	// session cluster-wide.
+	held := "ahp-terminal:/held-by-near"
+	onNode := map[bool]string{true: "a", false: "c"}[node != "a"]
+	holdC := map[string]*clusterNode{"a": a, "c": c}[onNode].dial(ctx, "hold")
+	createOn(t, ctx, holdC, "hold", held, onNode)
+	_, sHeld, _ := subscribeStream(t, ctx, holdC, held)
+	_ = holdC.Dispatch(ctx, held, 1, map[string]any{"type": "terminal/claimed", "claim": map[string]any{"kind": "session", "session": near, "chat": near + "/chat"}})
+	if e := sHeld.until(ctx, "the claim's echo", isType(messages.TerminalClaimed)); e.Origin == nil || !strings.Contains(string(e.Action), near) {
+		t.Fatalf("handing %s to %s: %+v %s", held, near, e, e.Action)
+	}
 	if _, err := ca.Request(ctx, "disposeSession", map[string]any{"channel": near}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range []*client.Conn{rootA, rootB, rootC} {
 		waitCatalog(t, ctx, r, "root/sessionRemoved", near)
 	}
+	released := sHeld.until(ctx, "the claim's release", isType(messages.TerminalClaimed))
+	var rel struct{ Claim messages.Claim }
+	if err := json.Unmarshal(released.Action, &rel); err != nil || released.Origin != nil || rel.Claim != (messages.Claim{Kind: messages.ClaimClient}) {
+		t.Fatalf("%s after %s on node %s was disposed: %s", held, near, node, released.Action)
+	}
 
-	// SIGKILL node b: its session leaves the other nodes' lists.
+	// SIGKILL node b: its session leaves the other nodes' lists, and node c's client,
+	// subscribed to the session and its chat, hears so on both channels.
 	b.kill()
+	waitSessionGone(t, ctx, cc, far, far, chat)
 	for _, r := range []*client.Conn{rootA, rootC} {
 		waitCatalog(t, ctx, r, "root/sessionRemoved", far)
 	}
@@ -215,6 +237,84 @@ func runClusterSessions(t *testing.T, provider func(slot int) []string) {
 	}
 	if ids := turnIDs(t, again.State); !slices.Contains(ids, "t1") || !slices.Contains(ids, "t2") {
 		t.Fatalf("the chat after node b came back has turns %v: %s", ids, again.State)
+	}
+	// Node c's client, told the session was gone, subscribes to it and its chat again
+	// on the same connection: both are back, with the turns.
+	if sessAgain, err := cc.Subscribe(ctx, far); err != nil || !strings.Contains(string(sessAgain.State), chat) {
+		t.Fatalf("subscribe %s again from node c: %v %v", far, err, sessAgain)
+	}
+	chatAgain, err := cc.Subscribe(ctx, chat)
+	if err != nil {
+		t.Fatalf("subscribe %s again from node c: %v", chat, err)
+	}
+	if ids := turnIDs(t, chatAgain.State); !slices.Contains(ids, "t1") || !slices.Contains(ids, "t2") {
+		t.Fatalf("the chat from node c after node b came back has turns %v: %s", ids, chatAgain.State)
+	}
+}
+
+// waitSessionGone reads c's notifications until each of channels has had
+// root/sessionRemoved of session with _meta.reason "node lost", scoped to that
+// channel (what a subscriber of a lost node's session or chat hears).
+func waitSessionGone(t *testing.T, ctx context.Context, c *client.Conn, session string, channels ...string) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, ch := range channels {
+		want[ch] = true
+	}
+	for len(want) > 0 {
+		select {
+		case n, open := <-c.Notifications:
+			if !open {
+				t.Fatalf("waiting for %v to be told of the lost node: the connection ended: %v", channels, c.Err())
+			}
+			if n.Method != "root/sessionRemoved" {
+				continue
+			}
+			var p struct {
+				Channel, Session string
+				Meta             map[string]any `json:"_meta"`
+			}
+			if err := json.Unmarshal(n.Params, &p); err != nil {
+				t.Fatalf("root/sessionRemoved: %s", n.Params)
+			}
+			if !want[p.Channel] {
+				continue
+			}
+			if p.Session != session || p.Meta["reason"] != "node lost" {
+				t.Fatalf("what %s heard of its lost node: %s", p.Channel, n.Params)
+			}
+			delete(want, p.Channel)
+		case <-ctx.Done():
+			t.Fatalf("never told of the lost node on %v", want)
+		}
+	}
+}
+
+// sameModifiedAt waits until a chat's snapshot on node c (through cc) has the very
+// modifiedAt of its snapshots on node b (through cb) taken just before and after it:
+// once nothing changes, node c's copy is dated as the owner dated it.
+func sameModifiedAt(t *testing.T, ctx context.Context, cb, cc *client.Conn, chat string) {
+	t.Helper()
+	modified := func(c *client.Conn) string {
+		snap, err := c.Subscribe(ctx, chat)
+		if err != nil {
+			t.Fatalf("subscribe %s: %v", chat, err)
+		}
+		var st struct{ ModifiedAt string }
+		if err := json.Unmarshal(snap.State, &st); err != nil || st.ModifiedAt == "" {
+			t.Fatalf("a chat's snapshot without modifiedAt: %s", snap.State)
+		}
+		return st.ModifiedAt
+	}
+	for {
+		before, onC, after := modified(cb), modified(cc), modified(cb)
+		if before == after && onC == before {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s's modifiedAt is %s on node c and %s then %s on its own node", chat, onC, before, after)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

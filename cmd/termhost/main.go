@@ -134,6 +134,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&agentFlags, "agent", "NAME='command args': an ACP agent a session may be made with (repeatable; beside <state-dir>/agents.json, and winning over it)")
 	drain := fs.Bool("drain", false, "on SIGTERM, refuse new terminals and wait for the shells to end (up to --drain-deadline) before stopping")
 	drainDeadline := fs.Duration("drain-deadline", 10*time.Minute, "how long --drain waits for the shells")
+	presenceGrace := fs.Duration("presence-grace", 30*time.Second, "how long a client whose connections all went stays among a session's active clients (on every node of a cluster) before it is taken off")
 	var clusterFlags clusterFlags
 	clusterFlags.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -193,7 +194,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		logger.Info("agents sessions may run", "agents", slices.Sorted(maps.Keys(agentCommands)))
 	}
 	srv, err := server.New(server.Config{
-		Root:           root.Options{UsePty: usePty, ZshFolderAsFound: *zshFolder == "as-found", Store: sessions},
+		Root:           root.Options{UsePty: usePty, ZshFolderAsFound: *zshFolder == "as-found", Store: sessions, PresenceGrace: *presenceGrace},
 		Auth:           store,
 		AllowAnonymous: *allowAnon,
 		AllowOrigins:   origins,

@@ -1,0 +1,172 @@
+package cluster
+
+import (
+	"hash/fnv"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+
+	"github.com/termhost/termhost/actors/root"
+	"github.com/termhost/termhost/messages"
+)
+
+// Reservations: one create of a URI wins cluster-wide. Two clients that create the
+// same session or terminal URI on two nodes at once would each pass their own node's
+// check (neither is listed anywhere yet) and both be made. So the node that is about
+// to make a client's session or terminal first reserves its URI at the URI's home
+// node: the node with the highest rendezvous hash of (its address, the URI) among
+// this node and the peers it knows, so every node that knows the same members picks
+// the same home. The home keeps who reserved each URI and refuses another node's
+// reservation while the first one holds: while its node is alive and lists the URI,
+// or for reserveHold after the reservation while its create is under way (a
+// pseudoterminal is listed only once it has printed). The owner releases it when the
+// channel goes; a lost node's go with it.
+//
+// It costs one request to the home node per client create (none to another node when
+// the home is this one), made before the create, and nothing per keystroke or frame.
+// A home that does not answer within reserveDeadline (its node just died) does not
+// stop the create: it is made as before reservations were. Nodes that do not yet
+// agree on the members (one is joining) may pick different homes for a moment.
+
+// reserve asks the home node for URI on behalf of the node at Addr (its Instance);
+// the answer is a *reserveAnswer.
+type reserve struct {
+	URI      string `json:"uri"`
+	Addr     string `json:"addr"`
+	Instance string `json:"instance"`
+}
+
+// reserveAnswer says whether another node holds the URI.
+type reserveAnswer struct {
+	Taken bool `json:"taken,omitempty"`
+}
+
+// reserveRelease gives a URI's reservation back: its channel is gone.
+type reserveRelease struct {
+	URI      string `json:"uri"`
+	Addr     string `json:"addr"`
+	Instance string `json:"instance"`
+}
+
+// reservation is, on the home node, who reserved a URI and when.
+type reservation struct {
+	addr, instance string
+	at             time.Time
+}
+
+const (
+	// reserveDeadline is how long a create waits for the home's answer.
+	reserveDeadline = 2 * time.Second
+	// reserveHold is how long a reservation holds before its URI is listed.
+	reserveHold = 30 * time.Second
+)
+
+func (m *reserve) Serialize() (remote.RootSerialized, error)       { return pack(kindReserve, m) }
+func (m *reserveAnswer) Serialize() (remote.RootSerialized, error) { return pack(kindReserveAnswer, m) }
+func (m *reserveRelease) Serialize() (remote.RootSerialized, error) {
+	return pack(kindReserveRelease, m)
+}
+
+// home is the node that keeps uri's reservation: nil for this node.
+func (n *node) home(uri string) *peer {
+	best, bestScore := (*peer)(nil), rendezvous(n.m.addr, uri)
+	for _, p := range n.peers {
+		if s := rendezvous(p.addr, uri); s > bestScore || s == bestScore && p.addr > best.addrOr(n.m.addr) {
+			best, bestScore = p, s
+		}
+	}
+	return best
+}
+
+func (p *peer) addrOr(self string) string {
+	if p == nil {
+		return self
+	}
+	return p.addr
+}
+
+func rendezvous(addr, uri string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(addr))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(uri))
+	return h.Sum64()
+}
+
+// reserveFor asks the root's URI's home for it and answers the root with a
+// *root.Reserved.
+func (n *node) reserveFor(ctx actor.Context, m *root.Reserve) {
+	r := &reserve{URI: m.URI, Addr: n.m.addr, Instance: n.m.instance}
+	home := n.home(m.URI)
+	if home == nil {
+		ctx.Respond(&root.Reserved{Taken: n.decideReserve(r)})
+		return
+	}
+	f := ctx.RequestFuture(home.pid, r, reserveDeadline)
+	ctx.ReenterAfter(f, func(res any, err error) {
+		a, ok := Decode(res).(*reserveAnswer)
+		if err != nil || !ok {
+			n.m.opts.Logger.Warn("a URI's home node did not answer its reservation; the create goes ahead", "uri", m.URI, "home", home.name)
+			a = &reserveAnswer{}
+		}
+		ctx.Respond(&root.Reserved{Taken: a.Taken})
+	})
+}
+
+// decideReserve is the home's verdict on r: true when another node holds the URI.
+func (n *node) decideReserve(r *reserve) bool {
+	if cur, ok := n.reserved[r.URI]; ok && (cur.addr != r.Addr || cur.instance != r.Instance) && n.holds(cur, r.URI) {
+		return true
+	}
+	n.reserved[r.URI] = reservation{addr: r.Addr, instance: r.Instance, at: time.Now()}
+	return false
+}
+
+// holds says whether a reservation still stands: its node is the one that made it and
+// lists the URI, or has had no time to yet.
+func (n *node) holds(r reservation, uri string) bool {
+	lists := false
+	if r.addr == n.m.addr {
+		if r.instance != n.m.instance {
+			return false
+		}
+		lists = n.lists(uri)
+	} else {
+		p := n.peers[r.addr]
+		if p == nil || p.instance != r.instance {
+			return false
+		}
+		lists = slices.ContainsFunc(p.rows, func(row messages.TerminalInfo) bool { return row.Resource == uri }) ||
+			slices.Contains(p.chats, uri) ||
+			slices.ContainsFunc(p.sessions, func(s map[string]any) bool { return s["resource"] == uri })
+	}
+	return lists || time.Since(r.at) < reserveHold
+}
+
+// release gives back a reservation of this node's (the root's word that the channel
+// is gone), at its home.
+func (n *node) release(ctx actor.Context, m *root.Release) {
+	r := &reserveRelease{URI: m.URI, Addr: n.m.addr, Instance: n.m.instance}
+	if home := n.home(m.URI); home != nil {
+		ctx.Send(home.pid, r)
+		return
+	}
+	n.released(r)
+}
+
+func (n *node) released(r *reserveRelease) {
+	if cur, ok := n.reserved[r.URI]; ok && cur.addr == r.Addr && cur.instance == r.Instance {
+		delete(n.reserved, r.URI)
+	}
+}
+
+// dropReservations forgets the reservations of a node that is gone.
+func (n *node) dropReservations(addr string) {
+	for uri, r := range n.reserved {
+		if r.addr == addr {
+			delete(n.reserved, uri)
+		}
+	}
+}
