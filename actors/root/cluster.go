@@ -92,8 +92,33 @@ func (h *rootActor) placeInCluster(ctx actor.Context, m *terminal.Create) bool {
 	if !h.clustered() || m.Watcher != nil || m.Node == h.opts.Node {
 		return false
 	}
-	ctx.Forward(h.opts.Cluster)
+	h.placeAndAnswer(ctx, m.URI, m, func(err *messages.Error) any { return &terminal.CreateResult{Err: err} })
 	return true
+}
+
+// placeWait bounds the root's wait for a create it handed to the node actor, which
+// itself waits up to channel.RequestTimeout for the node it placed the create on.
+const placeWait = channel.RequestTimeout + 5*time.Second
+
+// placeAndAnswer hands the create of uri being handled to the node actor and answers
+// its sender with the node actor's answer. Until then a subscribe to uri waits here
+// (waitCreate): a client that sends its subscribe right behind its create finds the
+// channel, wherever it was placed, as on a host alone. The rows that list a channel
+// made on another node reach this root before the answer does (the node actor sends
+// them first), and the held subscribes are handled after them.
+func (h *rootActor) placeAndAnswer(ctx actor.Context, uri string, m any, failed func(*messages.Error) any) {
+	h.placing[uri]++
+	f := ctx.RequestFuture(h.opts.Cluster, m, placeWait)
+	ctx.ReenterAfter(f, func(res any, err error) {
+		if h.placing[uri]--; h.placing[uri] <= 0 {
+			delete(h.placing, uri)
+		}
+		if err != nil || res == nil {
+			res = failed(messages.Errorf(messages.CodeInternalError, "Internal error: placing %s in the cluster did not answer in time", uri))
+		}
+		ctx.Respond(res)
+		h.releaseHeld(ctx, uri)
+	})
 }
 
 // remoteChat reports whether uri is a chat another node holds, or a command terminal
@@ -296,7 +321,7 @@ func (h *rootActor) placeSessionInCluster(ctx actor.Context, m *session.Create) 
 	if !h.clustered() || m.Node == h.opts.Node || m.Node == "" && !m.Anywhere {
 		return false
 	}
-	ctx.Forward(h.opts.Cluster)
+	h.placeAndAnswer(ctx, m.URI, m, func(err *messages.Error) any { return &session.Result{Err: err} })
 	return true
 }
 
@@ -352,12 +377,7 @@ func (h *rootActor) reserveFirst(ctx actor.Context, uri string, again, taken fun
 	ctx.ReenterAfter(f, func(res any, err error) {
 		delete(h.reserving, uri)
 		// The subscribes that came meanwhile are handled again after the create.
-		defer func() {
-			for _, w := range h.afterReserve[uri] {
-				ctx.RequestWithCustomSender(ctx.Self(), w.msg, w.sender)
-			}
-			delete(h.afterReserve, uri)
-		}()
+		defer h.releaseHeld(ctx, uri)
 		if r, ok := res.(*Reserved); ok && r.Taken {
 			taken()
 			return
@@ -370,21 +390,34 @@ func (h *rootActor) reserveFirst(ctx actor.Context, uri string, again, taken fun
 	return true
 }
 
-// heldSubscribe is a subscribe that waits for its channel's reservation.
+// heldSubscribe is a subscribe that waits for its channel's create.
 type heldSubscribe struct {
 	msg    *channel.Subscribe
 	sender *actor.PID
 }
 
-// waitReservation holds a subscribe to a channel whose create here waits for its
-// reservation, and reports whether it did: a client that sends its subscribe right
-// behind its create (pipelined) finds the channel, as on a host alone.
-func (h *rootActor) waitReservation(ctx actor.Context, m *channel.Subscribe) bool {
-	if !h.reserving[m.Channel] {
+// waitCreate holds a subscribe to a channel whose create is under way here (waiting
+// for its URI's reservation, or handed to the node actor to be placed), and reports
+// whether it did: a client that sends its subscribe right behind its create
+// (pipelined) finds the channel, as on a host alone.
+func (h *rootActor) waitCreate(ctx actor.Context, m *channel.Subscribe) bool {
+	if !h.reserving[m.Channel] && h.placing[m.Channel] == 0 {
 		return false
 	}
-	h.afterReserve[m.Channel] = append(h.afterReserve[m.Channel], heldSubscribe{msg: m, sender: ctx.Sender()})
+	h.afterCreate[m.Channel] = append(h.afterCreate[m.Channel], heldSubscribe{msg: m, sender: ctx.Sender()})
 	return true
+}
+
+// releaseHeld handles again, behind what is already in the mailbox, the subscribes
+// to uri that waited for its create, once no create of uri is under way.
+func (h *rootActor) releaseHeld(ctx actor.Context, uri string) {
+	if h.reserving[uri] || h.placing[uri] > 0 {
+		return
+	}
+	for _, w := range h.afterCreate[uri] {
+		ctx.RequestWithCustomSender(ctx.Self(), w.msg, w.sender)
+	}
+	delete(h.afterCreate, uri)
 }
 
 // released gives back uri's reservation, if this node made one: its channel is gone.

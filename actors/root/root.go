@@ -230,9 +230,11 @@ type rootActor struct {
 	reserving    map[string]bool
 	reservations map[string]bool
 	reservedNow  string
-	// afterReserve are the subscribes that came while their channel's create waited
-	// for its reservation.
-	afterReserve map[string][]heldSubscribe
+	// placing counts the creates of each URI handed to the node actor to be placed
+	// and not yet answered; afterCreate are the subscribes that came while their
+	// channel's create was under way (reserving or placing).
+	placing     map[string]int
+	afterCreate map[string][]heldSubscribe
 
 	// draining refuses new terminals; drainWaiters hear when the shells are done
 	// (see drain.go).
@@ -267,7 +269,7 @@ func NewProps(opts Options, journal *delivery.Journal) *actor.Props {
 			sessions: map[string]*actor.PID{}, chats: map[string]*actor.PID{},
 			remote: map[string][]messages.TerminalInfo{}, remoteURIs: map[string]json.RawMessage{}, remoteChats: map[string][]string{},
 			summaries: map[string]map[string]any{}, remoteSessions: map[string][]map[string]any{}, remoteSessionAt: map[string]string{}, holders: map[string]*actor.PID{},
-			reserving: map[string]bool{}, reservations: map[string]bool{}, afterReserve: map[string][]heldSubscribe{}}
+			reserving: map[string]bool{}, reservations: map[string]bool{}, placing: map[string]int{}, afterCreate: map[string][]heldSubscribe{}}
 		h.behavior.Become(h.serving)
 		h.root = messages.RootState{
 			Agents:    opts.agentList(),
@@ -478,7 +480,7 @@ func (h *rootActor) subscribe(ctx actor.Context, m *channel.Subscribe) {
 		ctx.Forward(pid)
 		return
 	}
-	if h.waitReservation(ctx, m) {
+	if h.waitCreate(ctx, m) {
 		return
 	}
 	if h.toCluster(ctx, m.Channel) {

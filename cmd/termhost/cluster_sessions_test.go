@@ -250,6 +250,21 @@ func runClusterSessions(t *testing.T, provider func(slot int) []string) {
 	if ids := turnIDs(t, chatAgain.State); !slices.Contains(ids, "t1") || !slices.Contains(ids, "t2") {
 		t.Fatalf("the chat from node c after node b came back has turns %v: %s", ids, chatAgain.State)
 	}
+
+	// A client that sends its subscribe right behind its createSession, without
+	// waiting for the answer, gets the snapshot of the session made on another node.
+	const piped = "ahp-session:/piped"
+	cp := a.dial(ctx, "cp")
+	res, errs := cp.Pipelined(ctx,
+		client.Call{Method: "createSession", Params: map[string]any{"channel": piped, "workingDirectories": []string{}, "_meta": map[string]any{"node": "c"}}},
+		client.Call{Method: "subscribe", Params: map[string]any{"channel": piped}})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("createSession on node c and subscribe, pipelined from node a: %v, %v", errs[0], errs[1])
+	}
+	var pipedSnap struct{ Snapshot *client.RawSnapshot }
+	if err := json.Unmarshal(res[1], &pipedSnap); err != nil || pipedSnap.Snapshot == nil || pipedSnap.Snapshot.Resource != piped {
+		t.Fatalf("the pipelined subscribe's answer: %s", res[1])
+	}
 }
 
 // waitSessionGone reads c's notifications until each of channels has had

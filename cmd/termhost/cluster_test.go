@@ -628,6 +628,27 @@ func runCluster(t *testing.T, provider func(slot int) []string) {
 		waitList(t, ctx, r, "the disposed terminal off the list", hasRows(three))
 	}
 
+	// A client that sends its subscribe right behind its create, without waiting for
+	// the create's answer, gets the snapshot of the terminal made on another node.
+	const piped = "ahp-terminal:/piped"
+	tp := a.dial(ctx, "tp")
+	res, errs := tp.Pipelined(ctx,
+		client.Call{Method: "createTerminal", Params: map[string]any{"channel": piped, "claim": map[string]any{"kind": "client", "clientId": "tp"}, "_meta": map[string]any{"node": "c"}}},
+		client.Call{Method: "subscribe", Params: map[string]any{"channel": piped}})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("createTerminal on node c and subscribe, pipelined from node a: %v, %v", errs[0], errs[1])
+	}
+	var pipedSnap struct{ Snapshot *client.RawSnapshot }
+	if err := json.Unmarshal(res[1], &pipedSnap); err != nil || pipedSnap.Snapshot == nil || pipedSnap.Snapshot.Resource != piped {
+		t.Fatalf("the pipelined subscribe's answer: %s", res[1])
+	}
+	if _, err := tp.Request(ctx, "disposeTerminal", map[string]any{"channel": piped}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*client.Conn{rootA, rootB, rootC} {
+		waitList(t, ctx, r, "the pipelined terminal off the list", hasRows(three))
+	}
+
 	// A node that joins late sees the list.
 	d := newClusterNode(t, bin, "d", provider(3)...)
 	d.start(secret)

@@ -192,6 +192,81 @@ func (c *Conn) Request(ctx context.Context, method string, params any) (json.Raw
 	}
 }
 
+// Call is one request of Pipelined.
+type Call struct {
+	Method string
+	Params any
+}
+
+// Pipelined writes every call's request before it reads any answer, in the order
+// given (as a client does that sends its subscribe right behind its create), then
+// waits for each answer. A JSON-RPC error comes back as *messages.Error in its place.
+func (c *Conn) Pipelined(ctx context.Context, calls ...Call) ([]json.RawMessage, []error) {
+	results, errs := make([]json.RawMessage, len(calls)), make([]error, len(calls))
+	ids, chans, frames := make([]string, len(calls)), make([]chan *response, len(calls)), make([][]byte, len(calls))
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		for i := range errs {
+			errs[i] = err
+		}
+		return results, errs
+	}
+	for i := range calls {
+		c.nextID++
+		ids[i] = strconv.FormatInt(c.nextID, 10)
+		chans[i] = make(chan *response, 1)
+		c.pending[ids[i]] = chans[i]
+	}
+	c.mu.Unlock()
+	forget := func() {
+		c.mu.Lock()
+		for _, id := range ids {
+			delete(c.pending, id)
+		}
+		c.mu.Unlock()
+	}
+	for i, call := range calls {
+		frame, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.nextIDValue(ids[i]), "method": call.Method, "params": call.Params})
+		if err != nil {
+			forget()
+			errs[i] = err
+			return results, errs
+		}
+		frames[i] = frame
+	}
+	for i, frame := range frames {
+		if err := c.ws.Write(ctx, websocket.MessageText, frame); err != nil {
+			forget()
+			for j := i; j < len(errs); j++ {
+				errs[j] = err
+			}
+			return results, errs
+		}
+	}
+	for i, ch := range chans {
+		select {
+		case r, ok := <-ch:
+			switch {
+			case !ok:
+				errs[i] = fmt.Errorf("connection closed before %s was answered: %w", calls[i].Method, c.Err())
+			case r.Error != nil:
+				errs[i] = r.Error
+			default:
+				results[i] = r.Result
+			}
+		case <-ctx.Done():
+			forget()
+			for j := i; j < len(errs); j++ {
+				errs[j] = fmt.Errorf("%s: %w", calls[j].Method, ctx.Err())
+			}
+			return results, errs
+		}
+	}
+	return results, errs
+}
+
 // decodeEnvelope decodes an action envelope and reads out its action's type.
 func decodeEnvelope(raw json.RawMessage) (*Envelope, error) {
 	var env Envelope
