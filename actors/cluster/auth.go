@@ -102,9 +102,9 @@ func grpcOptions(secret []byte, clusterName string, files TLSFiles) ([]grpc.Serv
 		transport = credentials.NewTLS(clientTLS)
 		creds.tls = true
 	}
-	server = append(server, grpc.InitialWindowSize(windowSize), grpc.InitialConnWindowSize(windowSize))
+	server = append(server, grpc.InitialWindowSize(windowSize), grpc.InitialConnWindowSize(windowSize), grpc.WriteBufferSize(0))
 	dial := []grpc.DialOption{grpc.WithTransportCredentials(transport), grpc.WithPerRPCCredentials(creds),
-		grpc.WithInitialWindowSize(windowSize), grpc.WithInitialConnWindowSize(windowSize)}
+		grpc.WithInitialWindowSize(windowSize), grpc.WithInitialConnWindowSize(windowSize), grpc.WithWriteBufferSize(0)}
 	return server, dial, nil
 }
 

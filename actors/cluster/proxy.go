@@ -183,7 +183,7 @@ func (p *proxy) fromOwner(msg any) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if m.Gen == p.gen && p.phase == live {
-			p.frames(m.Frames)
+			p.frames(m.take())
 		}
 	case *rejected:
 		p.rejected(m)
@@ -424,8 +424,7 @@ func (p *proxy) fold() {
 	if len(p.unfolded) == 0 {
 		return
 	}
-	var data string
-	err := json.Unmarshal(append(p.unfolded, '"'), &data)
+	data, err := unquote(p.unfolded[1:])
 	p.unfolded = p.unfolded[:0]
 	if err != nil {
 		return // the owner's frames are its own encoding; this does not happen
