@@ -50,14 +50,22 @@ type remoteSub struct {
 	echoes [][]byte
 	linger *time.Timer
 	// open is the last frame message sent, while the endpoint writer has not taken
-	// it: later frames join it. openBytes is what it holds.
+	// it: later frames join it. openBytes is what it holds, opened when it was sent.
 	open      *frame
 	openBytes int
+	opened    time.Time
+	openFor   time.Duration
 }
 
 // openLimit is how much a frame message gathers before the next frames start
 // another: the proxy hands a message's frames to a connection in one write.
 const openLimit = 256 << 10
+
+// openFor is how long a frame message gathers. The writer takes a message within
+// moments unless it is far behind, or the message was dropped unsent (protoactor's
+// remote drops what it is sent while its link to the node is down): frames must not
+// go on joining a message nobody will send.
+const openFor = 10 * time.Millisecond
 
 // echoLinger is how long the echo of a client's action waits for the output it
 // causes. A shell's echo of a keystroke takes tens to hundreds of microseconds; when
@@ -65,7 +73,7 @@ const openLimit = 256 << 10
 const echoLinger = 2 * time.Millisecond
 
 func newRemoteSub(system *actor.ActorSystem, gw *gateway, uri string, proxy *actor.PID, gen uint64) *remoteSub {
-	return &remoteSub{system: system, gw: gw, uri: uri, proxy: proxy, gen: gen, dataPrefix: messages.DataFramePrefix(uri)}
+	return &remoteSub{system: system, gw: gw, uri: uri, proxy: proxy, gen: gen, dataPrefix: messages.DataFramePrefix(uri), openFor: openFor}
 }
 
 // originMark is how an envelope frame carries its origin: only the echo of a
@@ -112,12 +120,12 @@ func (s *remoteSub) send(frames [][]byte) {
 	for _, f := range frames {
 		n += len(f)
 	}
-	if s.open != nil && s.openBytes+n <= openLimit {
+	if s.open != nil && s.openBytes+n <= openLimit && time.Since(s.opened) < s.openFor {
 		s.open.Frames = append(s.open.Frames, frames...)
 		s.openBytes += n
 		return
 	}
-	s.open, s.openBytes = &frame{Gen: s.gen, Frames: frames, sub: s}, n
+	s.open, s.openBytes, s.opened = &frame{Gen: s.gen, Frames: frames, sub: s}, n, time.Now()
 	s.system.Root.Send(s.proxy, s.open)
 }
 

@@ -140,6 +140,8 @@ func TestRemoteSubGathersUntilTaken(t *testing.T) {
 	rec := recorder{got: make(chan any, 16)}
 	proxy, _ := system.ProcessRegistry.Add(rec, "proxy/in")
 	s := newRemoteSub(system, newGateway(system, nil, nil), uri, proxy, 1)
+	// However slow this test runs, a message gathers until the test says otherwise.
+	s.openFor = time.Hour
 	s.answer(&subscribed{Gen: 1})
 	rec.next(t)
 
@@ -160,6 +162,23 @@ func TestRemoteSubGathersUntilTaken(t *testing.T) {
 	s.Deliver(uri, output("d"))
 	if got := rec.frames(t); len(got) != 1 || !strings.Contains(got[0], `"d"`) {
 		t.Fatalf("output after the take came as %q, want a message of its own", got)
+	}
+
+	// A message nobody took for openFor (dropped unsent) gathers no more.
+	s.Deliver(uri, output("e"))
+	dropped, ok := rec.next(t).(*frame)
+	if !ok {
+		t.Fatal("the proxy was not sent a frame message")
+	}
+	s.mu.Lock()
+	s.opened = s.opened.Add(-s.openFor)
+	s.mu.Unlock()
+	s.Deliver(uri, output("f"))
+	if got := rec.frames(t); len(got) != 1 || !strings.Contains(got[0], `"f"`) {
+		t.Fatalf("output after a message stayed untaken came as %q, want a message of its own", got)
+	}
+	if got := dropped.take(); len(got) != 1 {
+		t.Fatalf("the untaken message gathered %d frames, want 1", len(got))
 	}
 
 	// A message stops gathering at openLimit.
