@@ -67,7 +67,18 @@ func (t TLSFiles) enabled() bool { return t.Cert != "" || t.Key != "" || t.CA !=
 // bandwidth by answering a node's message with a ping (BDP estimation), and for a
 // keystroke's few bytes the ping and its ack are two more writes and wake-ups on each
 // node, right when the echo is on its way.
+//
+// The write buffer is off (size 0) on both sides: grpc-go's writer, with a buffer,
+// yields its goroutine once before it flushes a write under 1,000 bytes (to gather
+// more), and on a busy machine a keystroke's message waits there for whatever else
+// is runnable. Without one, each HTTP/2 frame goes to the socket as it is made.
 const windowSize = 8 << 20
+
+// maxMessage is the largest gRPC message a node takes from another. protoactor's
+// endpoint writer sends up to a thousand queued messages as one, and under a flood
+// each can be a frame message of up to openLimit: grpc-go's default of 4 MiB would
+// end the stream (and drop what it carried) once a node fell that far behind.
+const maxMessage = 512 << 20
 
 // grpcOptions are remote's server and dial options for this cluster: every call
 // carries the proof and every incoming call is checked for it, over mutual TLS when
@@ -102,9 +113,10 @@ func grpcOptions(secret []byte, clusterName string, files TLSFiles) ([]grpc.Serv
 		transport = credentials.NewTLS(clientTLS)
 		creds.tls = true
 	}
-	server = append(server, grpc.InitialWindowSize(windowSize), grpc.InitialConnWindowSize(windowSize))
+	server = append(server, grpc.InitialWindowSize(windowSize), grpc.InitialConnWindowSize(windowSize), grpc.WriteBufferSize(0),
+		grpc.MaxRecvMsgSize(maxMessage))
 	dial := []grpc.DialOption{grpc.WithTransportCredentials(transport), grpc.WithPerRPCCredentials(creds),
-		grpc.WithInitialWindowSize(windowSize), grpc.WithInitialConnWindowSize(windowSize)}
+		grpc.WithInitialWindowSize(windowSize), grpc.WithInitialConnWindowSize(windowSize), grpc.WithWriteBufferSize(0)}
 	return server, dial, nil
 }
 

@@ -28,8 +28,11 @@
 // protobuf BytesValue, a well-known type protoactor-go's remote can carry without
 // generated code. The echo of a client's action waits on the owner for the output
 // it causes, up to a couple of milliseconds, and crosses with it in one message
-// (remoteSub); the HTTP/2 windows between nodes are fixed, so grpc-go sends no
-// bandwidth-probing ping for each small message (auth.go).
+// (remoteSub), and output that comes while protoactor's endpoint writer is behind
+// joins the frame message it has not taken yet, so a flood crosses as few large
+// messages. The HTTP/2 windows between nodes are fixed, so grpc-go sends no
+// bandwidth-probing ping for each small message, and its writes are unbuffered, so
+// a small one does not wait for the writer to yield first (auth.go).
 //
 // The root lists every node's terminals: each node tells the others its own rows
 // (and its load, for placement) whenever they change, and each row carries its

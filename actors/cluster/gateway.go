@@ -21,6 +21,12 @@ import (
 // subscribe's answer has gone are held, so the proxy hears the snapshot first. Deliver
 // never blocks: sending to a remote PID only queues for the endpoint's writer.
 //
+// Frames go out in the message the endpoint writer has not taken yet, while there is
+// one (open): a terminal's output that comes faster than the writer sends it crosses
+// as a few messages of many frames, not one message per chunk, and nothing waits for
+// it, since the writer takes the frames the moment it gets to the message (see
+// frame.take).
+//
 // The echo of a client's action (a keystroke's terminal/input, a resize) waits up to
 // echoLinger for the next frame and goes with it in one message: the output a
 // keystroke causes comes a moment after its echo, and sent apart the two cross
@@ -43,7 +49,23 @@ type remoteSub struct {
 	// echoes wait for the next frame, or for linger to fire.
 	echoes [][]byte
 	linger *time.Timer
+	// open is the last frame message sent, while the endpoint writer has not taken
+	// it: later frames join it. openBytes is what it holds, opened when it was sent.
+	open      *frame
+	openBytes int
+	opened    time.Time
+	openFor   time.Duration
 }
+
+// openLimit is how much a frame message gathers before the next frames start
+// another: the proxy hands a message's frames to a connection in one write.
+const openLimit = 256 << 10
+
+// openFor is how long a frame message gathers. The writer takes a message within
+// moments unless it is far behind, or the message was dropped unsent (protoactor's
+// remote drops what it is sent while its link to the node is down): frames must not
+// go on joining a message nobody will send.
+const openFor = 10 * time.Millisecond
 
 // echoLinger is how long the echo of a client's action waits for the output it
 // causes. A shell's echo of a keystroke takes tens to hundreds of microseconds; when
@@ -51,7 +73,7 @@ type remoteSub struct {
 const echoLinger = 2 * time.Millisecond
 
 func newRemoteSub(system *actor.ActorSystem, gw *gateway, uri string, proxy *actor.PID, gen uint64) *remoteSub {
-	return &remoteSub{system: system, gw: gw, uri: uri, proxy: proxy, gen: gen, dataPrefix: messages.DataFramePrefix(uri)}
+	return &remoteSub{system: system, gw: gw, uri: uri, proxy: proxy, gen: gen, dataPrefix: messages.DataFramePrefix(uri), openFor: openFor}
 }
 
 // originMark is how an envelope frame carries its origin: only the echo of a
@@ -87,9 +109,28 @@ func (s *remoteSub) Deliver(_ string, f []byte) {
 		if s.linger != nil {
 			s.linger.Stop()
 		}
-		s.system.Root.Send(s.proxy, &frame{Gen: s.gen, Frames: frames})
+		s.send(frames)
 	}
 }
+
+// send sends frames to the proxy: in the open message if there is one with room,
+// else in a new one, open until the endpoint writer takes it. Under mu.
+func (s *remoteSub) send(frames [][]byte) {
+	n := 0
+	for _, f := range frames {
+		n += len(f)
+	}
+	if s.open != nil && s.openBytes+n <= openLimit && time.Since(s.opened) < s.openFor {
+		s.open.Frames = append(s.open.Frames, frames...)
+		s.openBytes += n
+		return
+	}
+	s.open, s.openBytes, s.opened = &frame{Gen: s.gen, Frames: frames, sub: s}, n, time.Now()
+	s.system.Root.Send(s.proxy, s.open)
+}
+
+// seal ends the open message: what is sent next goes after it. Under mu.
+func (s *remoteSub) seal() { s.open = nil }
 
 // flush sends the echoes that waited in vain.
 func (s *remoteSub) flush() {
@@ -102,7 +143,7 @@ func (s *remoteSub) flushLocked() {
 	if len(s.echoes) == 0 || s.closed {
 		return
 	}
-	s.system.Root.Send(s.proxy, &frame{Gen: s.gen, Frames: s.echoes})
+	s.send(s.echoes)
 	s.echoes = nil
 }
 
@@ -126,12 +167,13 @@ func (s *remoteSub) afterEchoes(msg any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.flushLocked()
+	s.seal()
 	s.system.Root.Send(s.proxy, msg)
 }
 
 func (s *remoteSub) close() {
 	s.mu.Lock()
-	s.closed, s.held, s.echoes = true, nil, nil
+	s.closed, s.held, s.echoes, s.open = true, nil, nil, nil
 	if s.linger != nil {
 		s.linger.Stop()
 	}

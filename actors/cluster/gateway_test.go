@@ -37,7 +37,7 @@ func (r recorder) frames(t *testing.T) []string {
 		t.Fatalf("the proxy was sent %T, want a frame", m)
 	}
 	var out []string
-	for _, f := range m.Frames {
+	for _, f := range m.take() {
 		out = append(out, string(f))
 	}
 	return out
@@ -129,5 +129,72 @@ func TestRemoteSubOrderAndCoalescing(t *testing.T) {
 	system.Root.Send(proxy, "marker")
 	if m := rec.next(t); m != "marker" {
 		t.Fatalf("a closed subscription sent %T", m)
+	}
+}
+
+// Output that comes while the last frame message has not been taken joins it, up
+// to openLimit; once taken, the next output starts a message of its own.
+func TestRemoteSubGathersUntilTaken(t *testing.T) {
+	system := actor.NewActorSystem()
+	const uri = "ahp-terminal:/t"
+	rec := recorder{got: make(chan any, 16)}
+	proxy, _ := system.ProcessRegistry.Add(rec, "proxy/in")
+	s := newRemoteSub(system, newGateway(system, nil, nil), uri, proxy, 1)
+	// However slow this test runs, a message gathers until the test says otherwise.
+	s.openFor = time.Hour
+	s.answer(&subscribed{Gen: 1})
+	rec.next(t)
+
+	output := func(data string) []byte {
+		return messages.EnvelopeFrame(&messages.Envelope{Channel: uri, ServerSeq: 1,
+			Action: messages.EncodeAction(&messages.Action{Type: messages.TerminalData, Data: &data})})
+	}
+	for _, d := range []string{"a", "b", "c"} {
+		s.Deliver(uri, output(d))
+	}
+	first, ok := rec.next(t).(*frame)
+	if !ok {
+		t.Fatal("the proxy was not sent a frame message")
+	}
+	if got := first.take(); len(got) != 3 {
+		t.Fatalf("three chunks sent before the message was taken came in %d frames, want 3 in one message", len(got))
+	}
+	s.Deliver(uri, output("d"))
+	if got := rec.frames(t); len(got) != 1 || !strings.Contains(got[0], `"d"`) {
+		t.Fatalf("output after the take came as %q, want a message of its own", got)
+	}
+
+	// A message nobody took for openFor (dropped unsent) gathers no more.
+	s.Deliver(uri, output("e"))
+	dropped, ok := rec.next(t).(*frame)
+	if !ok {
+		t.Fatal("the proxy was not sent a frame message")
+	}
+	s.mu.Lock()
+	s.opened = s.opened.Add(-s.openFor)
+	s.mu.Unlock()
+	s.Deliver(uri, output("f"))
+	if got := rec.frames(t); len(got) != 1 || !strings.Contains(got[0], `"f"`) {
+		t.Fatalf("output after a message stayed untaken came as %q, want a message of its own", got)
+	}
+	if got := dropped.take(); len(got) != 1 {
+		t.Fatalf("the untaken message gathered %d frames, want 1", len(got))
+	}
+
+	// A message stops gathering at openLimit.
+	big := output(strings.Repeat("x", openLimit/3))
+	for range 3 {
+		s.Deliver(uri, big)
+	}
+	var sizes []int
+	for range 2 {
+		m, ok := rec.next(t).(*frame)
+		if !ok {
+			t.Fatal("the proxy was not sent a frame message")
+		}
+		sizes = append(sizes, len(m.take()))
+	}
+	if sizes[0] != 2 || sizes[1] != 1 {
+		t.Fatalf("three chunks of a third of the limit came as messages of %v frames, want [2 1]", sizes)
 	}
 }

@@ -3,8 +3,10 @@ package cluster
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -55,6 +57,8 @@ type proxy struct {
 	// decode for many frames instead of two for each (see frame).
 	dataPrefix []byte
 	unfolded   []byte
+	// inputPrefix is how the echo of a keystroke to this channel begins.
+	inputPrefix []byte
 
 	subs    map[delivery.Subscriber]bool
 	waiting []waiter
@@ -105,7 +109,7 @@ func newProxyProps(uri string, kind channelKind, owner *actor.PID, journal *deli
 			d = &doc{kind: kind}
 		}
 		return &proxy{uri: uri, owner: owner, doc: d, gw: actor.NewPID(owner.Address, GatewayName), journal: journal, sb: messages.Scrollback{Limit: limit},
-			dataPrefix: messages.DataFramePrefix(uri), subs: map[delivery.Subscriber]bool{}, keys: map[delivery.Subscriber]uint64{}, byKey: map[uint64]delivery.Subscriber{}}
+			dataPrefix: messages.DataFramePrefix(uri), inputPrefix: inputFramePrefix(uri), subs: map[delivery.Subscriber]bool{}, keys: map[delivery.Subscriber]uint64{}, byKey: map[uint64]delivery.Subscriber{}}
 	})
 }
 
@@ -183,7 +187,7 @@ func (p *proxy) fromOwner(msg any) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if m.Gen == p.gen && p.phase == live {
-			p.frames(m.Frames)
+			p.frames(m.take())
 		}
 	case *rejected:
 		p.rejected(m)
@@ -389,6 +393,19 @@ func (p *proxy) frame(f []byte) []byte {
 			p.fold()
 		}
 		action = raw
+	} else if bytes.HasPrefix(f, p.inputPrefix) {
+		// A keystroke's echo changes nothing in a terminal's state (ReduceTerminal has
+		// no case for it), so neither its action is decoded nor the output waiting
+		// folded: folding it would copy the last part's text, up to the scrollback's
+		// limit, for every keystroke.
+		var ok bool
+		if action, origin, ok = p.splitInput(f); !ok {
+			env, ok := readEnvelope(f)
+			if !ok {
+				return nil
+			}
+			action, origin = env.Action, env.Origin
+		}
 	} else {
 		env, a, ok := readFrame(f)
 		if !ok {
@@ -399,6 +416,53 @@ func (p *proxy) frame(f []byte) []byte {
 		action, origin = env.Action, env.Origin
 	}
 	return p.journal.Stamp(&messages.Envelope{Channel: p.uri, Action: action, Origin: origin})
+}
+
+// inputFramePrefix is how the host begins every terminal/input frame on channel.
+func inputFramePrefix(channel string) []byte {
+	d := messages.DataFramePrefix(channel)
+	head := d[:len(d)-len(`terminal/data","data":"`)]
+	return append(head[:len(head):len(head)], `terminal/input"`...)
+}
+
+// seqKey opens an envelope frame's serverSeq, after its action; originHead and
+// clientSeqKey the origin after it (messages.EnvelopeFrame).
+var (
+	seqKey       = []byte(`,"serverSeq":`)
+	originHead   = []byte(`,"origin":{"clientId":"`)
+	clientSeqKey = []byte(`","clientSeq":`)
+)
+
+// splitInput cuts a keystroke's echo into its action's bytes and its origin without
+// decoding the frame: it is on the way of every keystroke to another node. False
+// for any frame not laid out exactly as the owner writes an echo (a client ID with
+// an escape in it, a rejection reason), which is then decoded.
+func (p *proxy) splitInput(f []byte) (json.RawMessage, *messages.Origin, bool) {
+	start := len(p.inputPrefix) - len(`{"type":"terminal/input"`)
+	end := bytes.LastIndex(f, seqKey)
+	if end < len(p.inputPrefix) {
+		return nil, nil, false
+	}
+	rest := f[end+len(seqKey):]
+	digits := 0
+	for digits < len(rest) && '0' <= rest[digits] && rest[digits] <= '9' {
+		digits++
+	}
+	rest = rest[digits:]
+	if digits == 0 || !bytes.HasPrefix(rest, originHead) {
+		return nil, nil, false
+	}
+	rest = rest[len(originHead):]
+	q := bytes.IndexByte(rest, '"')
+	if q < 0 || bytes.IndexByte(rest[:q], '\\') >= 0 || !bytes.HasPrefix(rest[q:], clientSeqKey) || !bytes.HasSuffix(rest, []byte("}}}")) {
+		return nil, nil, false
+	}
+	id := string(rest[:q])
+	seq, err := strconv.ParseInt(string(rest[q+len(clientSeqKey):len(rest)-3]), 10, 64)
+	if err != nil || !utf8.ValidString(id) {
+		return nil, nil, false
+	}
+	return f[start:end:end], &messages.Origin{ClientID: id, ClientSeq: seq}, true
 }
 
 // dataTail ends a terminal/data action in a frame and opens its serverSeq.
@@ -424,8 +488,7 @@ func (p *proxy) fold() {
 	if len(p.unfolded) == 0 {
 		return
 	}
-	var data string
-	err := json.Unmarshal(append(p.unfolded, '"'), &data)
+	data, err := unquote(p.unfolded[1:])
 	p.unfolded = p.unfolded[:0]
 	if err != nil {
 		return // the owner's frames are its own encoding; this does not happen

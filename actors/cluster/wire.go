@@ -90,10 +90,30 @@ type subscribed struct {
 // frame is what the owner's terminal delivered to subscription Gen, one frame or
 // several in order, each as it went out there: the proxy stamps each again with its
 // own node's serverSeq. Several go as one when the echo of a client's action waited
-// for the output it caused (see remoteSub).
+// for the output it caused, or when output came faster than the endpoint writer sent
+// it (see remoteSub).
+//
+// Unlike every other node message, a frame from a remoteSub (sub set) is changed
+// after it is sent: its subscription adds frames to it until it is taken, by the
+// endpoint writer serializing it (or, on the same node, by the proxy reading it).
 type frame struct {
 	Gen    uint64
 	Frames [][]byte
+	sub    *remoteSub
+}
+
+// take ends the frame's gathering and gives its frames.
+func (m *frame) take() [][]byte {
+	if s := m.sub; s != nil {
+		s.mu.Lock()
+		if s.open == m {
+			s.open = nil
+		}
+		fs := m.Frames
+		s.mu.Unlock()
+		return fs
+	}
+	return m.Frames
 }
 
 // rejected is the owner's refusal of a dispatch, for the one local subscriber (Key)
@@ -253,15 +273,16 @@ func (m *pong) Serialize() (remote.RootSerialized, error)          { return pack
 // anywhere, it is an error, not fewer frames.
 func (m *frame) Serialize() (remote.RootSerialized, error) {
 	echotrace.Mark("ew serialize frame")
+	frames := m.take()
 	n := 1 + 8 + binary.MaxVarintLen64
-	for _, f := range m.Frames {
+	for _, f := range frames {
 		n += binary.MaxVarintLen64 + len(f)
 	}
 	b := make([]byte, 9, n)
 	b[0] = kindFrame
 	binary.BigEndian.PutUint64(b[1:9], m.Gen)
-	b = binary.AppendUvarint(b, uint64(len(m.Frames)))
-	for _, f := range m.Frames {
+	b = binary.AppendUvarint(b, uint64(len(frames)))
+	for _, f := range frames {
 		b = binary.AppendUvarint(b, uint64(len(f)))
 		b = append(b, f...)
 	}

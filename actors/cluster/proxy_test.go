@@ -1,0 +1,88 @@
+package cluster
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/termhost/termhost/messages"
+)
+
+// A proxy does not apply a keystroke's echo to its state: only the output waiting
+// would be folded by it. The state read at any point is the same as when every
+// echo is applied, whatever the output and the scrollback's limit.
+func TestSkippingInputLeavesTheSameState(t *testing.T) {
+	pieces := []string{"a", "bc\r\n", "é", "中文", strings.Repeat("x", 40), "\r\n", "$ ", strings.Repeat("yz", 90)}
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		limit := 1 + rng.IntN(120)
+		all, skip := messages.Scrollback{Limit: limit}, messages.Scrollback{Limit: limit}
+		var sAll, sSkip messages.TerminalState
+		for step := range 300 {
+			var a *messages.Action
+			switch r := rng.IntN(10); {
+			case r < 6:
+				d := pieces[rng.IntN(len(pieces))]
+				a = &messages.Action{Type: messages.TerminalData, Data: &d}
+			case r < 9:
+				d := "k"
+				a = &messages.Action{Type: messages.TerminalInput, Data: &d}
+			default:
+				a = nil // a snapshot
+			}
+			if a == nil {
+				all.Settle(&sAll)
+				skip.Settle(&sSkip)
+				if !reflect.DeepEqual(sAll, sSkip) {
+					t.Fatalf("seed %d step %d (limit %d): with every echo %+v, without %+v", seed, step, limit, sAll, sSkip)
+				}
+				continue
+			}
+			all.Apply(&sAll, a)
+			if a.Type != messages.TerminalInput {
+				skip.Apply(&sSkip, a)
+			}
+		}
+		all.Settle(&sAll)
+		skip.Settle(&sSkip)
+		if !reflect.DeepEqual(sAll, sSkip) {
+			t.Fatalf("seed %d (limit %d): with every echo %+v, without %+v", seed, limit, sAll, sSkip)
+		}
+	}
+}
+
+// splitInput reads a keystroke's echo as decoding it would, and declines what it
+// does not read exactly.
+func TestSplitInputAsDecoding(t *testing.T) {
+	const uri = "ahp-terminal:/t"
+	p := &proxy{inputPrefix: inputFramePrefix(uri)}
+	for _, tc := range []struct {
+		data, client string
+		seq          int64
+		reason       string
+		split        bool
+	}{
+		{"a", "client-1", 7, "", true},
+		{"\r\n\"\\\u00e9", "c", -3, "", true},
+		{`"serverSeq":1`, "c", 0, "", true},
+		{"x", `c"q`, 1, "", false},
+		{"x", "c", 1, "refused", false},
+	} {
+		d := tc.data
+		f := messages.EnvelopeFrame(&messages.Envelope{Channel: uri, ServerSeq: 12345,
+			Action: messages.EncodeAction(&messages.Action{Type: messages.TerminalInput, Data: &d}),
+			Origin: &messages.Origin{ClientID: tc.client, ClientSeq: tc.seq}, RejectionReason: tc.reason})
+		action, origin, ok := p.splitInput(f)
+		if ok != tc.split {
+			t.Fatalf("%s: split %v, want %v", f, ok, tc.split)
+		}
+		if !ok {
+			continue
+		}
+		env, _ := readEnvelope(f)
+		if string(action) != string(env.Action) || *origin != *env.Origin {
+			t.Fatalf("%s: split into %s, %+v; decoded %s, %+v", f, action, *origin, env.Action, *env.Origin)
+		}
+	}
+}
