@@ -20,9 +20,9 @@ import (
 // wrote in between (frames, and a pong or a close frame another goroutine sent
 // meanwhile, in the order they were written) is sent at the uncork.
 
-// corkGather is how much of one write a batch gathers by copying; a larger write
-// (a flood's frame) is held by reference and goes out with everything else the batch
-// holds in one writev at the uncork, rather than be copied or written alone.
+// corkGather is how much a batch gathers by copying; a larger write (a flood's
+// frame) goes out at once, behind what was gathered, in one writev, rather than be
+// copied.
 const corkGather = 16 << 10
 
 // corkAlone is the largest frame written alone without corking: the write buffer
@@ -41,18 +41,9 @@ type corkConn struct {
 	// nothing is written directly, see room).
 	raw syscall.RawConn
 
-	// bufSize is the size of the bufio.Writer the library writes through. A write
-	// larger than it is the caller's own payload (bufio writes only such a write
-	// directly, anything else out of its reused buffer), a frame nobody changes
-	// once queued, so it may be held by reference until the uncork. The library
-	// is accepted without compression, whose output would be a reused buffer too.
-	bufSize int
-
 	mu     sync.Mutex // guards the fields below; held across the socket write, so writes keep their order
 	corked bool
-	held   []byte      // small writes since the cork, copied
-	parts  net.Buffers // what the uncork writes, in order, when a large write is held: parts of held and large writes
-	cut    int         // held[:cut] is already in parts
+	held   []byte
 }
 
 // room reports whether n more bytes go into the socket's send buffer at once, so
@@ -82,18 +73,8 @@ func (c *corkConn) room(n int) bool {
 func (c *corkConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.corked && (len(p) <= corkGather || len(p) <= c.bufSize) {
+	if c.corked && len(p) <= corkGather {
 		c.held = append(c.held, p...)
-		return len(p), nil
-	}
-	if c.corked {
-		// Earlier parts keep pointing at held's old array if the append below
-		// moves it; nothing writes there again before the uncork.
-		if c.cut < len(c.held) {
-			c.parts = append(c.parts, c.held[c.cut:])
-			c.cut = len(c.held)
-		}
-		c.parts = append(c.parts, p)
 		return len(p), nil
 	}
 	if len(c.held) == 0 {
@@ -121,25 +102,14 @@ func (c *corkConn) uncork() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.corked = false
-	if len(c.held) == 0 && len(c.parts) == 0 {
+	if len(c.held) == 0 {
 		return nil
 	}
 	if c.writeTimeout > 0 {
 		_ = c.Conn.SetWriteDeadline(time.Now().Add(c.writeTimeout))
 		defer func() { _ = c.Conn.SetWriteDeadline(time.Time{}) }()
 	}
-	var err error
-	if len(c.parts) == 0 {
-		_, err = c.Conn.Write(c.held)
-	} else {
-		if c.cut < len(c.held) {
-			c.parts = append(c.parts, c.held[c.cut:])
-		}
-		bufs := c.parts // WriteTo consumes the slice it is given
-		_, err = bufs.WriteTo(c.Conn)
-		clear(c.parts) // the frames are not kept alive by the connection
-		c.parts, c.cut = c.parts[:0], 0
-	}
+	_, err := c.Conn.Write(c.held)
 	if cap(c.held) > 4*corkGather {
 		c.held = nil // a burst's buffer is not kept for the connection's life
 	} else {
@@ -169,7 +139,7 @@ func (w *corkingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		_ = nc.Close()
 		return nil, nil, err
 	}
-	w.conn = &corkConn{Conn: nc, writeTimeout: w.writeTimeout, bufSize: brw.Writer.Size()}
+	w.conn = &corkConn{Conn: nc, writeTimeout: w.writeTimeout}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		w.conn.raw, _ = tc.SyscallConn()
 	}
