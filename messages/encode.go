@@ -3,17 +3,26 @@ package messages
 import (
 	"bytes"
 	"encoding/json"
+	"math/bits"
 	"unicode/utf8"
 )
 
 const hexDigits = "0123456789abcdef"
 
-// writeJSONString writes s as a JSON string. It is the hot part of every
+// writeJSONString writes s as a JSON string (appendJSONString).
+func writeJSONString(b *bytes.Buffer, s string) {
+	b.Grow(len(s) + 2)
+	// Appended into the buffer's free space: the Write moves the bytes onto
+	// themselves, and nothing is allocated.
+	b.Write(appendJSONString(b.AvailableBuffer(), s))
+}
+
+// appendJSONString appends s as a JSON string. It is the hot part of every
 // terminal/data frame: output is mostly printable ASCII with control bytes mixed in,
 // and encoding/json would reflect and escape HTML characters we do not need escaped.
 // Invalid UTF-8 becomes U+FFFD, as encoding/json does.
-func writeJSONString(b *bytes.Buffer, s string) {
-	b.WriteByte('"')
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		i = skipPlain(s, i)
@@ -26,22 +35,20 @@ func writeJSONString(b *bytes.Buffer, s string) {
 				i++
 				continue
 			}
-			b.WriteString(s[start:i])
+			b = append(b, s[start:i]...)
 			switch c {
 			case '"':
-				b.WriteString(`\"`)
+				b = append(b, '\\', '"')
 			case '\\':
-				b.WriteString(`\\`)
+				b = append(b, '\\', '\\')
 			case '\n':
-				b.WriteString(`\n`)
+				b = append(b, '\\', 'n')
 			case '\r':
-				b.WriteString(`\r`)
+				b = append(b, '\\', 'r')
 			case '\t':
-				b.WriteString(`\t`)
+				b = append(b, '\\', 't')
 			default:
-				b.WriteString(`\u00`)
-				b.WriteByte(hexDigits[c>>4])
-				b.WriteByte(hexDigits[c&0xF])
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 			}
 			i++
 			start = i
@@ -49,35 +56,33 @@ func writeJSONString(b *bytes.Buffer, s string) {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
-			b.WriteString(s[start:i])
-			b.WriteString(`\ufffd`)
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
 			i++
 			start = i
 			continue
 		}
 		// U+2028 and U+2029 are valid JSON but break JavaScript that evals it.
 		if r == '\u2028' || r == '\u2029' {
-			b.WriteString(s[start:i])
-			b.WriteString(`\u202`)
-			b.WriteByte(hexDigits[r&0xF])
+			b = append(b, s[start:i]...)
+			b = append(b, `\u202`...)
+			b = append(b, hexDigits[r&0xF])
 			i += size
 			start = i
 			continue
 		}
 		i += size
 	}
-	b.WriteString(s[start:])
-	b.WriteByte('"')
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // DataAction encodes a terminal/data action without reflection.
 func DataAction(data string) json.RawMessage {
-	var b bytes.Buffer
-	b.Grow(len(data) + len(data)/8 + 40)
-	b.WriteString(`{"type":"terminal/data","data":`)
-	writeJSONString(&b, data)
-	b.WriteByte('}')
-	return b.Bytes()
+	b := make([]byte, 0, len(data)+len(data)/8+40)
+	b = append(b, `{"type":"terminal/data","data":`...)
+	b = appendJSONString(b, data)
+	return append(b, '}')
 }
 
 // EncodeAction encodes any action; terminal/data takes the fast path.
@@ -166,10 +171,12 @@ const (
 )
 
 // skipPlain returns the index of the first byte of s at or after i that is not
-// printable ASCII other than '"' and '\\', or a little before it: output is mostly
-// such runs, and testing eight bytes at once (SWAR) is several times faster than
-// byte by byte. Each test is exact about whether some byte of the word matches, so
-// the word with the first such byte is left to the careful path.
+// printable ASCII other than '"' and '\\', or, within the last seven bytes, a
+// little before it: output is mostly such runs, and testing eight bytes at once
+// (SWAR) is several times faster than byte by byte. In the word that holds such a
+// byte, the lowest byte the test marks is the first one: a subtraction borrows only
+// from a byte below 0x20 or equal to the one tested for, which is marked itself, so
+// no byte is marked that a lower marked byte did not cause.
 func skipPlain(s string, i int) int {
 	for ; i+8 <= len(s); i += 8 {
 		w := s[i : i+8]
@@ -177,8 +184,8 @@ func skipPlain(s string, i int) int {
 			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
 		q := x ^ '"'*ones   // a zero byte where there is a quote
 		bs := x ^ '\\'*ones // a zero byte where there is a backslash
-		if ((x-0x20*ones)&^x|(q-ones)&^q|(bs-ones)&^bs|x)&highs != 0 {
-			break
+		if m := ((x-0x20*ones)&^x | (q-ones)&^q | (bs-ones)&^bs | x) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
 		}
 	}
 	return i

@@ -67,3 +67,49 @@ func TestDataFramePrefixBeginsEveryDataFrame(t *testing.T) {
 		}
 	}
 }
+
+// A terminal/data frame written in one pass is the frame EnvelopeFrame writes around
+// the action DataAction encodes, byte for byte, whatever the output holds.
+func TestDataFrameIsTheEnvelopeFrame(t *testing.T) {
+	datas := []string{"", "x", "one\r\n\"\x1b[0m\\", "\x00\x7f\xff\xfe€\u2028\u2029", base64Output(), string(bytes.Repeat([]byte("\x1b[31m\t\r\n"), 4000))}
+	for _, ch := range []string{"ahp-terminal:/a", "ahp-terminal:/\"q\"/\x01"} {
+		for _, data := range datas {
+			for _, seq := range []uint64{0, 1, 1 << 63} {
+				want := messages.EnvelopeFrame(&messages.Envelope{Channel: ch, Action: messages.DataAction(data), ServerSeq: seq})
+				if got := messages.DataFrame(ch, data, seq); !bytes.Equal(got, want) {
+					t.Errorf("DataFrame(%q, %.40q, %d) = %.200s, want %.200s", ch, data, seq, got, want)
+				}
+			}
+		}
+	}
+}
+
+func FuzzDataFrame(f *testing.F) {
+	f.Add("ahp-terminal:/a", "one\r\n\"\x1b[0m", uint64(3))
+	f.Fuzz(func(t *testing.T, ch, data string, seq uint64) {
+		want := messages.EnvelopeFrame(&messages.Envelope{Channel: ch, Action: messages.DataAction(data), ServerSeq: seq})
+		if got := messages.DataFrame(ch, data, seq); !bytes.Equal(got, want) {
+			t.Fatalf("DataFrame(%q, %q, %d) = %s, want %s", ch, data, seq, got, want)
+		}
+	})
+}
+
+// BenchmarkDataFrame: a flood's chunk encoded into its frame in one pass, against
+// BenchmarkDataFrameTwoPasses (the action, then the envelope around it).
+func BenchmarkDataFrame(b *testing.B) {
+	data := base64Output()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = messages.DataFrame("ahp-terminal:/bench", data, 12345)
+	}
+}
+
+func BenchmarkDataFrameTwoPasses(b *testing.B) {
+	data := base64Output()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = messages.EnvelopeFrame(&messages.Envelope{Channel: "ahp-terminal:/bench", Action: messages.DataAction(data), ServerSeq: 12345})
+	}
+}

@@ -77,6 +77,19 @@ func (j *Journal) Stamp(env *messages.Envelope) []byte {
 	return frame
 }
 
+// StampData is Stamp for a terminal/data envelope on channel carrying data, with no
+// origin: the frame is encoded in one pass (messages.DataFrame), as a flood's every
+// chunk is.
+func (j *Journal) StampData(channel, data string) []byte {
+	j.mu.Lock()
+	j.seq++
+	seq := j.seq
+	j.mu.Unlock()
+	frame := messages.DataFrame(channel, data, seq)
+	j.record(seq, channel, frame)
+	return frame
+}
+
 func (j *Journal) record(seq uint64, channel string, frame []byte) {
 	j.mu.Lock()
 	defer j.mu.Unlock()

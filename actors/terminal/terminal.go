@@ -591,7 +591,13 @@ func (t *terminal) publishRow(ctx actor.Context) {
 // apply folds a host action into the state and sends it to every subscriber.
 func (t *terminal) apply(a *messages.Action) {
 	t.scrollback.Apply(&t.state, a)
-	t.broadcast(&messages.Envelope{Channel: t.uri, Action: messages.EncodeAction(a)})
+	if a.Type == messages.TerminalData && a.Data != nil && a.Meta == nil {
+		// Output, the flood's path: the frame is encoded in one pass, with no
+		// action encoded apart first.
+		t.deliver(t.journal.StampData(t.uri, *a.Data))
+	} else {
+		t.broadcast(&messages.Envelope{Channel: t.uri, Action: messages.EncodeAction(a)})
+	}
 	t.tellWatcher(a)
 }
 
@@ -602,7 +608,11 @@ func (t *terminal) tellWatcher(a *messages.Action) {
 }
 
 func (t *terminal) broadcast(env *messages.Envelope) {
-	frame := t.journal.Stamp(env)
+	t.deliver(t.journal.Stamp(env))
+}
+
+// deliver hands a stamped frame to every subscriber.
+func (t *terminal) deliver(frame []byte) {
 	for s := range t.subs {
 		// A sole subscriber may have even a flood's chunk written on this
 		// goroutine (delivery.directAloneBytes).
