@@ -13,15 +13,21 @@ import (
 
 // A job a double fork handed to init, in a process group of its own (job control
 // puts the subshell in one), is still in the terminal's session: Terminate ends it,
-// whether the shell is still running or has exited already.
+// whether the shell is still running or has exited already; with no scanner (the
+// walk reads this process's ancestors itself) and with one shared by the cases (it
+// read them once, at the first).
 func TestTerminateEndsADoubleForkedJob(t *testing.T) {
 	requirePty(t)
+	shared := &SessionScanner{}
 	for _, tc := range []struct {
-		name    string
-		command string
+		name     string
+		command  string
+		sessions *SessionScanner
 	}{
-		{"shell running", "set -m; (sleep 1000 & echo pid=$!); echo ready; read line"},
-		{"shell exited", "set -m; (sleep 1000 & echo pid=$!); echo ready"},
+		{"shell running", "set -m; (sleep 1000 & echo pid=$!); echo ready; read line", nil},
+		{"shell exited", "set -m; (sleep 1000 & echo pid=$!); echo ready", nil},
+		{"shell running, shared scanner", "set -m; (sleep 1000 & echo pid=$!); echo ready; read line", shared},
+		{"shell exited, shared scanner", "set -m; (sleep 1000 & echo pid=$!); echo ready", shared},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testContext(t)
@@ -36,11 +42,11 @@ func TestTerminateEndsADoubleForkedJob(t *testing.T) {
 				cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(job.pid) + "/cmdline")
 				return ok && strings.HasPrefix(string(cmd), "sleep\x00") && !isDescendant(st.ppid, r.p.Pid())
 			}, "the job running sleep, handed away from the shell")
-			if tc.name == "shell exited" {
+			if strings.HasPrefix(tc.name, "shell exited") {
 				r.waitExit(ctx, t)
 				<-r.p.Done()
 			}
-			Terminate(r.p, testTimeout, nil)
+			Terminate(r.p, testTimeout, tc.sessions)
 			job.waitGone(t)
 		})
 	}
