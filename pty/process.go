@@ -595,7 +595,7 @@ func sessionMembersOf(sid int, reaped bool, sessions *SessionScanner) []member {
 			return nil
 		}
 	}
-	if ms, ok := sessionOf(sid, sessions.ancestorPids()); ok {
+	if ms, ok := sessionOf(sid); ok {
 		return ms
 	}
 	return sessions.members(sid)

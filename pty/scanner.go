@@ -8,34 +8,10 @@ import "sync"
 // commands, a shutdown) would make one pass each: the scanner makes one pass for
 // all the sessions asked for while the previous pass ran. The zero value is
 // ready; it is safe for concurrent use.
-//
-// It also keeps this process's ancestors for sessionOf, read once: the reapers
-// an orphan may be handed to are read at every Terminate twice, and their stats
-// were most of what ending a shell cost the host. The list can only grow stale by
-// losing members: a process is handed on to its nearest living subreaper among
-// its ancestors or to init, both of which are in it already. A pid in it that
-// has since ended and been handed out again costs a look at another process's
-// children, of which only members of the session asked for are ever taken.
 type SessionScanner struct {
 	mu      sync.Mutex
 	waiting map[int][]chan []member // sessions wanted by the next pass
 	running bool
-
-	ancestorsOnce sync.Once
-	ancestors     []int
-}
-
-// ancestorPids is this process's ancestors and init, read at the first call;
-// nil for a nil scanner (sessionOf reads them itself then).
-func (s *SessionScanner) ancestorPids() []int {
-	if s == nil {
-		return nil
-	}
-	s.ancestorsOnce.Do(func() {
-		var buf [statBufSize]byte
-		s.ancestors = ancestors(buf[:])
-	})
-	return s.ancestors
 }
 
 // members returns the processes of session sid, from the next pass.

@@ -33,16 +33,12 @@ type member struct {
 // stat per child of those processes rather than one per process on the machine
 // (disposing many terminals was quadratic that way). It reports false when the
 // kernel's children lists cannot be read; the caller then scans.
-//
-// ancestors, when not nil, are this process's ancestors and init as ancestors read
-// them earlier (see SessionScanner.ancestors).
-func sessionOf(sid int, ancestors []int) ([]member, bool) {
+func sessionOf(sid int) ([]member, bool) {
 	if !childrenListed() {
 		return nil, false
 	}
 	var w sessionWalk
 	w.sid = sid
-	w.ancestors = ancestors
 	w.seen = map[int]bool{sid: true}
 	for _, r := range w.reapers() {
 		w.seen[r] = true
@@ -79,15 +75,12 @@ func sessionOf(sid int, ancestors []int) ([]member, bool) {
 
 // sessionWalk is one sessionOf: what it found, and the buffers it reads into.
 type sessionWalk struct {
-	sid    int
-	seen   map[int]bool
-	out    []member
-	reaped []int // reapers' pids, once read
-	// ancestors are this process's ancestors and init, given by the caller or
-	// read by reapers.
-	ancestors []int
-	stat      [statBufSize]byte
-	listBuf   []byte
+	sid     int
+	seen    map[int]bool
+	out     []member
+	reaped  []int // reapers' pids, once read
+	stat    [statBufSize]byte
+	listBuf []byte
 }
 
 // take adds each process of kids that is in the session and not seen yet. A
@@ -107,33 +100,20 @@ func (w *sessionWalk) take(kids []int) {
 
 // reapers lists the processes an orphan of this host's children may be handed
 // to: this process, should it be a subreaper, each of its ancestors (any of them
-// may be one), and init. The ancestors are w.ancestors when the walk was given
-// them (read once for a host, see SessionScanner), else read here.
+// may be one), and init.
 func (w *sessionWalk) reapers() []int {
 	if w.reaped != nil {
 		return w.reaped
 	}
+	self := os.Getpid()
 	out := []int{}
 	var flag int32
 	if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&flag)), 0, 0, 0); err == nil && flag != 0 {
-		out = append(out, os.Getpid())
+		out = append(out, self)
 	}
-	if w.ancestors == nil {
-		w.ancestors = ancestors(w.stat[:])
-	}
-	out = append(out, w.ancestors...)
-	w.reaped = out
-	return out
-}
-
-// ancestors lists this process's parent, its parent's, and so on up, and init,
-// reading a stat per process into buf.
-func ancestors(buf []byte) []int {
-	self := os.Getpid()
-	out := []int{}
 	seen := map[int]bool{self: true}
 	for pid := self; ; {
-		st, ok := statInto(pid, buf)
+		st, ok := statInto(pid, w.stat[:])
 		if !ok || st.ppid <= 0 || seen[st.ppid] {
 			break
 		}
@@ -144,6 +124,7 @@ func ancestors(buf []byte) []int {
 	if !seen[1] {
 		out = append(out, 1)
 	}
+	w.reaped = out
 	return out
 }
 
