@@ -113,3 +113,63 @@ func BenchmarkDataFrameTwoPasses(b *testing.B) {
 		_ = messages.EnvelopeFrame(&messages.Envelope{Channel: "ahp-terminal:/bench", Action: messages.DataAction(data), ServerSeq: 12345})
 	}
 }
+
+// SplitInputFrame reads a keystroke's echo as decoding it would, and declines what it
+// does not read exactly.
+func TestSplitInputAsDecoding(t *testing.T) {
+	const uri = "ahp-terminal:/t"
+	prefix := messages.InputFramePrefix(uri)
+	for _, tc := range []struct {
+		data, client string
+		seq          int64
+		reason       string
+		split        bool
+	}{
+		{"a", "client-1", 7, "", true},
+		{"\r\n\"\\\u00e9", "c", -3, "", true},
+		{`"serverSeq":1`, "c", 0, "", true},
+		{"x", `c"q`, 1, "", false},
+		{"x", "c", 1, "refused", false},
+	} {
+		d := tc.data
+		f := messages.EnvelopeFrame(&messages.Envelope{Channel: uri, ServerSeq: 12345,
+			Action: messages.EncodeAction(&messages.Action{Type: messages.TerminalInput, Data: &d}),
+			Origin: &messages.Origin{ClientID: tc.client, ClientSeq: tc.seq}, RejectionReason: tc.reason})
+		action, origin, ok := messages.SplitInputFrame(f, prefix)
+		if ok != tc.split {
+			t.Fatalf("%s: split %v, want %v", f, ok, tc.split)
+		}
+		if !ok {
+			continue
+		}
+		var env messages.Envelope
+		if err := json.Unmarshal(messages.EnvelopeOfFrame(f), &env); err != nil {
+			t.Fatal(err)
+		}
+		if string(action) != string(env.Action) || *origin != *env.Origin {
+			t.Fatalf("%s: split into %s, %+v; decoded %s, %+v", f, action, *origin, env.Action, *env.Origin)
+		}
+	}
+}
+
+// A keystroke's echo is known by how it begins (what a cluster proxy passes on
+// undecoded), and no other frame is.
+func TestInputFramePrefix(t *testing.T) {
+	const uri = "ahp-terminal:/t"
+	in := "x"
+	echo := messages.EnvelopeFrame(&messages.Envelope{Channel: uri, ServerSeq: 1,
+		Action: messages.EncodeAction(&messages.Action{Type: messages.TerminalInput, Data: &in}), Origin: &messages.Origin{ClientID: "c", ClientSeq: 2}})
+	if !bytes.HasPrefix(echo, messages.InputFramePrefix(uri)) {
+		t.Fatalf("%s does not begin with %s", echo, messages.InputFramePrefix(uri))
+	}
+	for _, a := range []*messages.Action{{Type: messages.TerminalData, Data: &in}, {Type: messages.TerminalResized, Cols: messages.Ptr(80), Rows: messages.Ptr(24)}} {
+		f := messages.EnvelopeFrame(&messages.Envelope{Channel: uri, ServerSeq: 1, Action: messages.EncodeAction(a)})
+		if bytes.HasPrefix(f, messages.InputFramePrefix(uri)) {
+			t.Fatalf("%s taken for a keystroke's echo", f)
+		}
+	}
+	if other := messages.EnvelopeFrame(&messages.Envelope{Channel: uri + "2", ServerSeq: 1,
+		Action: messages.EncodeAction(&messages.Action{Type: messages.TerminalInput, Data: &in})}); bytes.HasPrefix(other, messages.InputFramePrefix(uri)) {
+		t.Fatal("another channel's echo taken for this one's")
+	}
+}

@@ -3,10 +3,8 @@ package cluster
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -109,7 +107,7 @@ func newProxyProps(uri string, kind channelKind, owner *actor.PID, journal *deli
 			d = &doc{kind: kind}
 		}
 		return &proxy{uri: uri, owner: owner, doc: d, gw: actor.NewPID(owner.Address, GatewayName), journal: journal, sb: messages.Scrollback{Limit: limit},
-			dataPrefix: messages.DataFramePrefix(uri), inputPrefix: inputFramePrefix(uri), subs: map[delivery.Subscriber]bool{}, keys: map[delivery.Subscriber]uint64{}, byKey: map[uint64]delivery.Subscriber{}}
+			dataPrefix: messages.DataFramePrefix(uri), inputPrefix: messages.InputFramePrefix(uri), subs: map[delivery.Subscriber]bool{}, keys: map[delivery.Subscriber]uint64{}, byKey: map[uint64]delivery.Subscriber{}}
 	})
 }
 
@@ -384,7 +382,7 @@ func (p *proxy) frame(f []byte) []byte {
 		if action, origin, ok = p.doc.fold(f); !ok {
 			return nil
 		}
-	} else if data, raw, ok := p.splitData(f); ok {
+	} else if data, raw, ok := messages.SplitDataFrame(f, p.dataPrefix); ok {
 		if len(p.unfolded) == 0 {
 			p.unfolded = append(p.unfolded, '"')
 		}
@@ -399,7 +397,7 @@ func (p *proxy) frame(f []byte) []byte {
 		// folded: folding it would copy the last part's text, up to the scrollback's
 		// limit, for every keystroke.
 		var ok bool
-		if action, origin, ok = p.splitInput(f); !ok {
+		if action, origin, ok = messages.SplitInputFrame(f, p.inputPrefix); !ok {
 			env, ok := readEnvelope(f)
 			if !ok {
 				return nil
@@ -418,77 +416,12 @@ func (p *proxy) frame(f []byte) []byte {
 	return p.journal.Stamp(&messages.Envelope{Channel: p.uri, Action: action, Origin: origin})
 }
 
-// inputFramePrefix is how the host begins every terminal/input frame on channel.
-func inputFramePrefix(channel string) []byte {
-	d := messages.DataFramePrefix(channel)
-	head := d[:len(d)-len(`terminal/data","data":"`)]
-	return append(head[:len(head):len(head)], `terminal/input"`...)
-}
-
-// seqKey opens an envelope frame's serverSeq, after its action; originHead and
-// clientSeqKey the origin after it (messages.EnvelopeFrame).
-var (
-	seqKey       = []byte(`,"serverSeq":`)
-	originHead   = []byte(`,"origin":{"clientId":"`)
-	clientSeqKey = []byte(`","clientSeq":`)
-)
-
-// splitInput cuts a keystroke's echo into its action's bytes and its origin without
-// decoding the frame: it is on the way of every keystroke to another node. False
-// for any frame not laid out exactly as the owner writes an echo (a client ID with
-// an escape in it, a rejection reason), which is then decoded.
-func (p *proxy) splitInput(f []byte) (json.RawMessage, *messages.Origin, bool) {
-	start := len(p.inputPrefix) - len(`{"type":"terminal/input"`)
-	end := bytes.LastIndex(f, seqKey)
-	if end < len(p.inputPrefix) {
-		return nil, nil, false
-	}
-	rest := f[end+len(seqKey):]
-	digits := 0
-	for digits < len(rest) && '0' <= rest[digits] && rest[digits] <= '9' {
-		digits++
-	}
-	rest = rest[digits:]
-	if digits == 0 || !bytes.HasPrefix(rest, originHead) {
-		return nil, nil, false
-	}
-	rest = rest[len(originHead):]
-	q := bytes.IndexByte(rest, '"')
-	if q < 0 || bytes.IndexByte(rest[:q], '\\') >= 0 || !bytes.HasPrefix(rest[q:], clientSeqKey) || !bytes.HasSuffix(rest, []byte("}}}")) {
-		return nil, nil, false
-	}
-	id := string(rest[:q])
-	seq, err := strconv.ParseInt(string(rest[q+len(clientSeqKey):len(rest)-3]), 10, 64)
-	if err != nil || !utf8.ValidString(id) {
-		return nil, nil, false
-	}
-	return f[start:end:end], &messages.Origin{ClientID: id, ClientSeq: seq}, true
-}
-
-// dataTail ends a terminal/data action in a frame and opens its serverSeq.
-var dataTail = []byte(`"},"serverSeq":`)
-
-// splitData cuts a terminal/data frame of this channel into its escaped data and its
-// action's bytes; false for any other frame.
-func (p *proxy) splitData(f []byte) (data, action []byte, ok bool) {
-	if !bytes.HasPrefix(f, p.dataPrefix) {
-		return nil, nil, false
-	}
-	end := bytes.LastIndex(f, dataTail)
-	if end < len(p.dataPrefix) || !bytes.HasSuffix(f, []byte("}}")) {
-		return nil, nil, false
-	}
-	// The action starts at its opening brace, just before `"type"`.
-	start := len(p.dataPrefix) - len(`{"type":"terminal/data","data":"`)
-	return f[len(p.dataPrefix):end], f[start : end+2], true
-}
-
 // fold decodes the output waiting in unfolded, as one terminal/data, into state.
 func (p *proxy) fold() {
 	if len(p.unfolded) == 0 {
 		return
 	}
-	data, err := unquote(p.unfolded[1:])
+	data, err := messages.UnquoteString(p.unfolded[1:])
 	p.unfolded = p.unfolded[:0]
 	if err != nil {
 		return // the owner's frames are its own encoding; this does not happen

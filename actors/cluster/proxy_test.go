@@ -51,38 +51,3 @@ func TestSkippingInputLeavesTheSameState(t *testing.T) {
 		}
 	}
 }
-
-// splitInput reads a keystroke's echo as decoding it would, and declines what it
-// does not read exactly.
-func TestSplitInputAsDecoding(t *testing.T) {
-	const uri = "ahp-terminal:/t"
-	p := &proxy{inputPrefix: inputFramePrefix(uri)}
-	for _, tc := range []struct {
-		data, client string
-		seq          int64
-		reason       string
-		split        bool
-	}{
-		{"a", "client-1", 7, "", true},
-		{"\r\n\"\\\u00e9", "c", -3, "", true},
-		{`"serverSeq":1`, "c", 0, "", true},
-		{"x", `c"q`, 1, "", false},
-		{"x", "c", 1, "refused", false},
-	} {
-		d := tc.data
-		f := messages.EnvelopeFrame(&messages.Envelope{Channel: uri, ServerSeq: 12345,
-			Action: messages.EncodeAction(&messages.Action{Type: messages.TerminalInput, Data: &d}),
-			Origin: &messages.Origin{ClientID: tc.client, ClientSeq: tc.seq}, RejectionReason: tc.reason})
-		action, origin, ok := p.splitInput(f)
-		if ok != tc.split {
-			t.Fatalf("%s: split %v, want %v", f, ok, tc.split)
-		}
-		if !ok {
-			continue
-		}
-		env, _ := readEnvelope(f)
-		if string(action) != string(env.Action) || *origin != *env.Origin {
-			t.Fatalf("%s: split into %s, %+v; decoded %s, %+v", f, action, *origin, env.Action, *env.Origin)
-		}
-	}
-}

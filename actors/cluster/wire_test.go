@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -103,25 +102,4 @@ func jsonOf(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// The proxy knows a keystroke's echo by how it begins, and no other frame by it.
-func TestInputFramePrefix(t *testing.T) {
-	const uri = "ahp-terminal:/t"
-	in := "x"
-	echo := messages.EnvelopeFrame(&messages.Envelope{Channel: uri, ServerSeq: 1,
-		Action: messages.EncodeAction(&messages.Action{Type: messages.TerminalInput, Data: &in}), Origin: &messages.Origin{ClientID: "c", ClientSeq: 2}})
-	if !bytes.HasPrefix(echo, inputFramePrefix(uri)) {
-		t.Fatalf("%s does not begin with %s", echo, inputFramePrefix(uri))
-	}
-	for _, a := range []*messages.Action{{Type: messages.TerminalData, Data: &in}, {Type: messages.TerminalResized, Cols: messages.Ptr(80), Rows: messages.Ptr(24)}} {
-		f := messages.EnvelopeFrame(&messages.Envelope{Channel: uri, ServerSeq: 1, Action: messages.EncodeAction(a)})
-		if bytes.HasPrefix(f, inputFramePrefix(uri)) {
-			t.Fatalf("%s taken for a keystroke's echo", f)
-		}
-	}
-	if other := messages.EnvelopeFrame(&messages.Envelope{Channel: uri + "2", ServerSeq: 1,
-		Action: messages.EncodeAction(&messages.Action{Type: messages.TerminalInput, Data: &in})}); bytes.HasPrefix(other, inputFramePrefix(uri)) {
-		t.Fatal("another channel's echo taken for this one's")
-	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package messages
 
 import (
 	"bytes"
@@ -7,13 +7,14 @@ import (
 	"unicode/utf8"
 )
 
-// unquote decodes the body of a JSON string (what lies between its quotes) as
-// encoding/json would, much faster: a proxy folds every byte of a remote terminal's
-// output through it, and encoding/json's scanner looks at each byte several times.
+// UnquoteString decodes the body of a JSON string (what lies between its quotes) as
+// encoding/json would, much faster: it reads back what appendJSONString writes, and a
+// cluster node's proxy folds every byte of a remote terminal's output through it
+// (encoding/json's scanner looks at each byte several times).
 // Runs without a backslash are copied as they are; anything this does not decode
 // exactly as encoding/json does (a raw control character, a bad escape, invalid
 // UTF-8, which encoding/json replaces) is left to encoding/json.
-func unquote(body []byte) (string, error) {
+func UnquoteString(body []byte) (string, error) {
 	out := make([]byte, 0, len(body))
 	rest := body
 	for len(rest) > 0 {
@@ -21,7 +22,7 @@ func unquote(body []byte) (string, error) {
 		if i < 0 {
 			i = len(rest)
 		}
-		if !plain(rest[:i]) {
+		if !plainRun(rest[:i]) {
 			return slowUnquote(body)
 		}
 		out = append(out, rest[:i]...)
@@ -76,9 +77,9 @@ func unquote(body []byte) (string, error) {
 	return string(out), nil
 }
 
-// plain says whether a run between escapes may stand in a JSON string as it is: no
+// plainRun says whether a run between escapes may stand in a JSON string as it is: no
 // control character and no quote.
-func plain(run []byte) bool {
+func plainRun(run []byte) bool {
 	for _, c := range run {
 		if c < 0x20 || c == '"' {
 			return false

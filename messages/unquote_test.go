@@ -1,4 +1,4 @@
-package cluster
+package messages
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// unquote decodes exactly what encoding/json decodes, and fails where it fails.
+// UnquoteString decodes exactly what encoding/json decodes, and fails where it fails.
 func TestUnquoteAsEncodingJSON(t *testing.T) {
 	bodies := []string{
 		``, `plain`, `a\nb\r\tc`, `\"\\\/\b\f`, `\u00e9\u4e2d`, `\ud83d\ude00`, `\ud83d`, `\ud83dx`,
@@ -21,20 +21,20 @@ func TestUnquoteAsEncodingJSON(t *testing.T) {
 	for _, body := range bodies {
 		var want string
 		werr := json.Unmarshal([]byte(`"`+body+`"`), &want)
-		got, err := unquote([]byte(body))
+		got, err := UnquoteString([]byte(body))
 		if (err != nil) != (werr != nil) || err == nil && got != want {
-			t.Errorf("unquote(%q) = %q, %v; encoding/json: %q, %v", body, got, err, want, werr)
+			t.Errorf("UnquoteString(%q) = %q, %v; encoding/json: %q, %v", body, got, err, want, werr)
 		}
 	}
 }
 
-// Output as a proxy folds it: 256 KiB of base64 lines.
+// Output as a cluster proxy folds it: 256 KiB of base64 lines.
 func BenchmarkUnquote(b *testing.B) {
 	body := []byte(strings.Repeat(`aGVsbG8gd29ybGQgaGVsbG8gd29ybGQgaGVsbG8gd29ybGQgaGVsbG8gd29ybGQgaGVsbG8gd29ybGQ=\r\n`, 3200))
-	b.Run("unquote", func(b *testing.B) {
+	b.Run("UnquoteString", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			if _, err := unquote(body); err != nil {
+			if _, err := UnquoteString(body); err != nil {
 				b.Fatal(err)
 			}
 		}
