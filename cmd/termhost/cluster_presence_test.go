@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -13,15 +12,7 @@ import (
 // itself would be: a watcher on node c sees session/activeClientRemoved.
 func TestClusterPresenceLeaves(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
-	const secret = "the cluster's secret"
-	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
-	defer cancel()
-	seeds := seedsFlags(t, 3)
-	a, b, c := startThreeNodes(t, bin, func(slot int) []string {
-		return append(seeds(slot), "--presence-grace", "200ms")
-	}, secret)
-	rootsThatListEveryNode(t, ctx, a, b, c)
+	ctx, a, _, c := seedsCluster(t, "--presence-grace", "200ms")
 
 	const uri = "ahp-session:/presence"
 	pa := a.dial(ctx, "pa")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -16,12 +15,7 @@ import (
 // refused as a duplicate on one node is.
 func TestClusterCreateRace(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
-	const secret = "the cluster's secret"
-	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
-	defer cancel()
-	a, b, c := startThreeNodes(t, bin, seedsFlags(t, 3), secret)
-	rootsThatListEveryNode(t, ctx, a, b, c)
+	ctx, a, _, c := seedsCluster(t)
 	ca, cc := a.dial(ctx, "racer-a"), c.dial(ctx, "racer-c")
 
 	race := func(method string, params func(uri, node, clientID string) map[string]any, uri string, code int) (winner *client.Conn) {

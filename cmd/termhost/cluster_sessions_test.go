@@ -255,16 +255,7 @@ func runClusterSessions(t *testing.T, provider func(slot int) []string) {
 	// waiting for the answer, gets the snapshot of the session made on another node.
 	const piped = "ahp-session:/piped"
 	cp := a.dial(ctx, "cp")
-	res, errs := cp.Pipelined(ctx,
-		client.Call{Method: "createSession", Params: map[string]any{"channel": piped, "workingDirectories": []string{}, "_meta": map[string]any{"node": "c"}}},
-		client.Call{Method: "subscribe", Params: map[string]any{"channel": piped}})
-	if errs[0] != nil || errs[1] != nil {
-		t.Fatalf("createSession on node c and subscribe, pipelined from node a: %v, %v", errs[0], errs[1])
-	}
-	var pipedSnap struct{ Snapshot *client.RawSnapshot }
-	if err := json.Unmarshal(res[1], &pipedSnap); err != nil || pipedSnap.Snapshot == nil || pipedSnap.Snapshot.Resource != piped {
-		t.Fatalf("the pipelined subscribe's answer: %s", res[1])
-	}
+	createAndSubscribe(t, ctx, cp, "createSession", map[string]any{"channel": piped, "workingDirectories": []string{}, "_meta": map[string]any{"node": "c"}})
 }
 
 // waitSessionGone reads c's notifications until each of channels has had

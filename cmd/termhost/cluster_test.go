@@ -495,6 +495,37 @@ func rootsThatListEveryNode(t *testing.T, ctx context.Context, a, b, c *clusterN
 	return rootA, rootB, rootC
 }
 
+// createAndSubscribe sends method (a create of params' channel) and a subscribe to
+// that channel right behind it, without waiting for the create's answer, as a client
+// may, and fails the test unless both succeed and the subscribe's snapshot is the
+// channel's.
+func createAndSubscribe(t *testing.T, ctx context.Context, c *client.Conn, method string, params map[string]any) {
+	t.Helper()
+	uri, _ := params["channel"].(string)
+	res, errs := c.Pipelined(ctx, client.Call{Method: method, Params: params}, client.Call{Method: "subscribe", Params: map[string]any{"channel": uri}})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("%s %s and subscribe, pipelined: %v, %v", method, uri, errs[0], errs[1])
+	}
+	var sub struct{ Snapshot *client.RawSnapshot }
+	if err := json.Unmarshal(res[1], &sub); err != nil || sub.Snapshot == nil || sub.Snapshot.Resource != uri {
+		t.Fatalf("the pipelined subscribe to %s answered %s", uri, res[1])
+	}
+}
+
+// seedsCluster starts three nodes with the seeds provider, each also given extra
+// flags, and returns once every node lists every node's terminal, with a context
+// that bounds the test.
+func seedsCluster(t *testing.T, extra ...string) (ctx context.Context, a, b, c *clusterNode) {
+	t.Helper()
+	bin := buildBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+	t.Cleanup(cancel)
+	seeds := seedsFlags(t, 3)
+	a, b, c = startThreeNodes(t, bin, func(slot int) []string { return append(seeds(slot), extra...) }, "the cluster's secret")
+	rootsThatListEveryNode(t, ctx, a, b, c)
+	return ctx, a, b, c
+}
+
 // terminalOfEachNode is the rows rootsThatListEveryNode opens: URI to node.
 func terminalOfEachNode() map[string]string {
 	return map[string]string{"ahp-terminal:/on-a": "a", "ahp-terminal:/on-b": "b", "ahp-terminal:/on-c": "c"}
@@ -632,16 +663,7 @@ func runCluster(t *testing.T, provider func(slot int) []string) {
 	// the create's answer, gets the snapshot of the terminal made on another node.
 	const piped = "ahp-terminal:/piped"
 	tp := a.dial(ctx, "tp")
-	res, errs := tp.Pipelined(ctx,
-		client.Call{Method: "createTerminal", Params: map[string]any{"channel": piped, "claim": map[string]any{"kind": "client", "clientId": "tp"}, "_meta": map[string]any{"node": "c"}}},
-		client.Call{Method: "subscribe", Params: map[string]any{"channel": piped}})
-	if errs[0] != nil || errs[1] != nil {
-		t.Fatalf("createTerminal on node c and subscribe, pipelined from node a: %v, %v", errs[0], errs[1])
-	}
-	var pipedSnap struct{ Snapshot *client.RawSnapshot }
-	if err := json.Unmarshal(res[1], &pipedSnap); err != nil || pipedSnap.Snapshot == nil || pipedSnap.Snapshot.Resource != piped {
-		t.Fatalf("the pipelined subscribe's answer: %s", res[1])
-	}
+	createAndSubscribe(t, ctx, tp, "createTerminal", map[string]any{"channel": piped, "claim": map[string]any{"kind": "client", "clientId": "tp"}, "_meta": map[string]any{"node": "c"}})
 	if _, err := tp.Request(ctx, "disposeTerminal", map[string]any{"channel": piped}); err != nil {
 		t.Fatal(err)
 	}
