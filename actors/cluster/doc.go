@@ -32,7 +32,7 @@
 // joins the frame message it has not taken yet, so a flood crosses as few large
 // messages. The HTTP/2 windows between nodes are fixed, so grpc-go sends no
 // bandwidth-probing ping for each small message, and its writes are unbuffered, so
-// a small one does not wait for the writer to yield first (auth.go).
+// a small one does not wait for the writer to yield first (package nodeauth).
 //
 // The root lists every node's terminals: each node tells the others its own rows
 // (and its load, for placement) whenever they change, and each row carries its

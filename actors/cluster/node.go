@@ -17,7 +17,9 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
+
 	"github.com/labstack/echo"
+	"github.com/termhost/termhost/actors/cluster/nodeauth"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/termhost/termhost/actors/delivery"
@@ -48,7 +50,7 @@ type Options struct {
 	// Secret is the cluster's shared secret: a node without it cannot join.
 	Secret []byte
 	// TLS, when given, makes every call between nodes mutual TLS.
-	TLS TLSFiles
+	TLS nodeauth.TLSFiles
 	// LoadInterval is how often a node tells the others its load. Default 2 s.
 	LoadInterval time.Duration
 	// ScrollbackLimit caps what a proxy keeps of a remote terminal, in characters, as
@@ -94,7 +96,7 @@ func Join(system *actor.ActorSystem, opts Options) (_ *Member, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	serverOpts, dialOpts, err := grpcOptions(opts.Secret, opts.Cluster, opts.TLS)
+	serverOpts, dialOpts, err := nodeauth.GRPCOptions(opts.Secret, opts.Cluster, opts.TLS)
 	if err != nil {
 		return nil, err
 	}

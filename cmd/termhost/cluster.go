@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/termhost/termhost/actors/cluster"
+	"github.com/termhost/termhost/actors/cluster/nodeauth"
 	"github.com/termhost/termhost/server"
 )
 
@@ -22,7 +23,7 @@ type clusterFlags struct {
 	name, nodeAddr, nodeName, etcd, seeds, secretFile string
 	usersDir                                          string
 	seedPort                                          int
-	tls                                               cluster.TLSFiles
+	tls                                               nodeauth.TLSFiles
 }
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {

@@ -26,7 +26,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/termhost/termhost/actors/cluster"
+	"github.com/termhost/termhost/actors/cluster/nodeauth"
 	"github.com/termhost/termhost/internal/client"
 	"github.com/termhost/termhost/messages"
 )
@@ -916,7 +916,7 @@ func TestClusterMutualTLS(t *testing.T) {
 }
 
 // writeClusterCerts writes a CA and one node certificate (for 127.0.0.1) it signed.
-func writeClusterCerts(t *testing.T, dir string) cluster.TLSFiles {
+func writeClusterCerts(t *testing.T, dir string) nodeauth.TLSFiles {
 	t.Helper()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "termhost test CA"}, NotBefore: time.Now().Add(-time.Hour),
@@ -935,7 +935,7 @@ func writeClusterCerts(t *testing.T, dir string) cluster.TLSFiles {
 		t.Fatal(err)
 	}
 	keyDER, _ := x509.MarshalECPrivateKey(key)
-	files := cluster.TLSFiles{Cert: filepath.Join(dir, "node.pem"), Key: filepath.Join(dir, "node.key"), CA: filepath.Join(dir, "ca.pem")}
+	files := nodeauth.TLSFiles{Cert: filepath.Join(dir, "node.pem"), Key: filepath.Join(dir, "node.key"), CA: filepath.Join(dir, "ca.pem")}
 	for path, block := range map[string]*pem.Block{files.Cert: {Type: "CERTIFICATE", Bytes: der}, files.Key: {Type: "EC PRIVATE KEY", Bytes: keyDER}, files.CA: {Type: "CERTIFICATE", Bytes: caDER}} {
 		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,8 @@
-package cluster
+// Package nodeauth owns how termhost's cluster nodes prove themselves to one
+// another: a proof made from the shared secret on every gRPC call of protoactor-go's
+// remote, checked on every call received, mutual TLS when certificates are given,
+// and the gRPC settings of the links between nodes.
+package nodeauth
 
 import (
 	"context"
@@ -80,10 +84,10 @@ const windowSize = 8 << 20
 // end the stream (and drop what it carried) once a node fell that far behind.
 const maxMessage = 512 << 20
 
-// grpcOptions are remote's server and dial options for this cluster: every call
+// GRPCOptions are remote's server and dial options for this cluster: every call
 // carries the proof and every incoming call is checked for it, over mutual TLS when
 // files are given.
-func grpcOptions(secret []byte, clusterName string, files TLSFiles) ([]grpc.ServerOption, []grpc.DialOption, error) {
+func GRPCOptions(secret []byte, clusterName string, files TLSFiles) ([]grpc.ServerOption, []grpc.DialOption, error) {
 	if len(secret) == 0 {
 		return nil, nil, errors.New("cluster: a cluster secret is required (--cluster-secret-file or TERMHOST_CLUSTER_SECRET)")
 	}
