@@ -20,6 +20,7 @@ import (
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/internal/client"
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/messages/limits"
 	"github.com/termhost/termhost/server"
 )
 
@@ -211,7 +212,7 @@ func TestNamesAndTitlesAreBounded(t *testing.T) {
 	if e := rpcError(t, err, messages.CodeInvalidParams); !strings.Contains(e.Message, "the name is 3145728 bytes; at most 1024") {
 		t.Errorf("a 3 MiB name: %q", e.Message)
 	}
-	atLimit := strings.Repeat("l", messages.MaxTitleBytes)
+	atLimit := strings.Repeat("l", limits.MaxTitleBytes)
 	uri := "ahp-terminal:/at-limit"
 	c.createTerminal(uri, map[string]any{"name": atLimit})
 	for _, row := range rootTerminals(t, h, "reader") {
@@ -246,7 +247,7 @@ func TestChannelURIsAreChecked(t *testing.T) {
 		"NUL":          "ahp-terminal:/a\x00b",
 		"newline":      "ahp-terminal:/a\nb",
 		"RLO":          "ahp-terminal:/invoice\u202etxt.exe",
-		"too long":     "ahp-terminal:/" + strings.Repeat("x", messages.MaxURIBytes),
+		"too long":     "ahp-terminal:/" + strings.Repeat("x", limits.MaxURIBytes),
 		"session's":    "ahp-session:/victim/chat",
 		"root's":       "ahp-root://x",
 		"a file":       "file:///etc/passwd",

@@ -1,4 +1,7 @@
-package messages
+// Package limits owns what a client may name things with on this host: the bounds
+// on a channel URI and a title, and which URI schemes are a terminal's. Every name a
+// client gives is sent to every other client, so each is checked where it comes in.
+package limits
 
 import (
 	"fmt"

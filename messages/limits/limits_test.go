@@ -1,4 +1,4 @@
-package messages
+package limits
 
 import (
 	"strings"

@@ -19,6 +19,7 @@ import (
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/internal/echotrace"
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/messages/limits"
 	"github.com/termhost/termhost/messages/strictjson"
 	"github.com/termhost/termhost/messages/versioning"
 )
@@ -371,7 +372,7 @@ func (c *connection) readable(channels []string) []string {
 			continue
 		}
 		seen[ch] = true
-		if messages.CheckURI(ch) != nil {
+		if limits.CheckURI(ch) != nil {
 			continue
 		}
 		if ch == messages.RootURI || c.may(auth.ReadGrant(ch)) {
@@ -477,7 +478,7 @@ func (c *connection) subscribe(ctx actor.Context, id json.RawMessage, raw json.R
 		c.fail(id, e)
 		return
 	}
-	if err := messages.CheckURI(p.Channel); err != nil {
+	if err := limits.CheckURI(p.Channel); err != nil {
 		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel: %v", err))
 		return
 	}
@@ -642,17 +643,17 @@ func (c *connection) createTerminal(ctx actor.Context, id json.RawMessage, raw j
 	if !c.admit(id, auth.GrantTerminalCreate, raw, &p) {
 		return
 	}
-	if err := messages.CheckURI(p.Channel); err != nil {
+	if err := limits.CheckURI(p.Channel); err != nil {
 		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel must be the new terminal's URI: %v", err))
 		return
 	}
 	// A terminal takes only a terminal's URI: under any other scheme it could stand
 	// in for a session's or a chat's channel created later.
-	if !messages.IsTerminalURI(p.Channel) {
+	if !limits.IsTerminalURI(p.Channel) {
 		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: %q is not a terminal URI (ahp-terminal:/… or agenthost-terminal:/…)", p.Channel))
 		return
 	}
-	if err := messages.CheckTitle("the name", p.Name); err != nil {
+	if err := limits.CheckTitle("the name", p.Name); err != nil {
 		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: %v", err))
 		return
 	}
@@ -835,7 +836,7 @@ func (c *connection) dispatch(ctx actor.Context, p *dispatchParams, a *messages.
 		return
 	}
 	if a.Title != nil {
-		if err := messages.CheckTitle("the title", *a.Title); err != nil {
+		if err := limits.CheckTitle("the title", *a.Title); err != nil {
 			c.cfg.Journal.Reject(c.cfg.Outbox, p.Channel, p.Action, origin, err.Error())
 			return
 		}
@@ -864,7 +865,7 @@ func (c *connection) dispatch(ctx actor.Context, p *dispatchParams, a *messages.
 // reports false for params too malformed to answer (no channel to echo a rejection
 // on), and a reason for an action to be rejected.
 func decodeDispatch(raw json.RawMessage, p *dispatchParams, a *messages.Action) (ok bool, reason string) {
-	if decodeParamsWith(dispatchMembers, raw, p) != nil || messages.CheckURI(p.Channel) != nil || len(p.Action) == 0 {
+	if decodeParamsWith(dispatchMembers, raw, p) != nil || limits.CheckURI(p.Channel) != nil || len(p.Action) == 0 {
 		return false, ""
 	}
 	err := actionMembers.Check(p.Action)
@@ -905,7 +906,7 @@ func (c *connection) createSession(ctx actor.Context, id json.RawMessage, raw js
 	if !c.admit(id, auth.GrantChatSend, raw, &p) {
 		return
 	}
-	if err := messages.CheckURI(p.Channel); err != nil || !strings.HasPrefix(p.Channel, "ahp-session:") {
+	if err := limits.CheckURI(p.Channel); err != nil || !strings.HasPrefix(p.Channel, "ahp-session:") {
 		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel must be an ahp-session: URI"))
 		return
 	}
@@ -927,7 +928,7 @@ func (c *connection) createChat(ctx actor.Context, id json.RawMessage, raw json.
 		if uri == "" {
 			continue
 		}
-		if err := messages.CheckURI(uri); err != nil {
+		if err := limits.CheckURI(uri); err != nil {
 			c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: %v", err))
 			return
 		}
@@ -1023,7 +1024,7 @@ func (c *connection) stopBackgroundWork(ctx actor.Context, id json.RawMessage, r
 		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: the chat's URI (chat) and the background work's id (id) are required"))
 		return
 	}
-	if err := messages.CheckURI(chat); err != nil {
+	if err := limits.CheckURI(chat); err != nil {
 		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: chat: %v", err))
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/messages/limits"
 )
 
 // A keystroke is one frame of one shape, sent by every client in this repository
@@ -109,7 +110,7 @@ func decodeKeystroke(frame []byte, p *dispatchParams, a *messages.Action) bool {
 	} else {
 		data = string(rest[:end])
 	}
-	if messages.CheckURI(string(ch)) != nil {
+	if limits.CheckURI(string(ch)) != nil {
 		return false
 	}
 	p.Channel = string(ch)
