@@ -12,6 +12,7 @@ import (
 	"github.com/termhost/termhost/actors/agentmsg"
 	"github.com/termhost/termhost/actors/backendterm"
 	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/session/permission"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -45,13 +46,6 @@ const (
 	AgentNoticeMeta = "termhost.agent"
 )
 
-// The tool call a permission is shown as, when the agent asks about a call it has not
-// shown.
-const (
-	permissionToolName    = "permission"
-	permissionDisplayName = "Permission"
-)
-
 // agentChat is what a chat holds of the turns its agent takes.
 type agentChat struct {
 	// agentTurn is the turn the agent is taking: prompted, not yet ended by an
@@ -60,7 +54,7 @@ type agentChat struct {
 	agentTurn  string
 	agentSince time.Time
 	// permissions are the agent's questions waiting for somebody, by tool call id.
-	permissions map[string]*permission
+	permissions map[string]*question
 	// cancelling is a cancel of the agent's turn waiting for the agent to end it.
 	cancelling *cancelling
 	// queuedBy is who queued each pending message, by its id: whose turn it is
@@ -71,12 +65,12 @@ type agentChat struct {
 }
 
 func (a *agentChat) init() {
-	a.permissions = map[string]*permission{}
+	a.permissions = map[string]*question{}
 	a.queuedBy = map[string]string{}
 }
 
-// permission is one question of the agent's, shown as a tool call of its turn.
-type permission struct {
+// question is one question of the agent's, shown as a tool call of its turn.
+type question struct {
 	turnID  string
 	options []agentmsg.PermissionOption
 	reply   chan<- string
@@ -265,15 +259,15 @@ func (s *session) agentPermission(ctx actor.Context, m *agentmsg.Permission) {
 	status, input := activeToolCall(c.state, m.ToolCallID)
 	switch status {
 	case "":
-		s.chatAction(c, messages.ChatToolCallStartAction{TurnID: m.TurnID, ToolCallID: m.ToolCallID, ToolName: permissionToolName,
-			DisplayName: permissionDisplayName, Intention: m.Title})
+		s.chatAction(c, messages.ChatToolCallStartAction{TurnID: m.TurnID, ToolCallID: m.ToolCallID, ToolName: permission.ToolName,
+			DisplayName: permission.DisplayName, Intention: m.Title})
 	case "completed", "cancelled":
 		s.cfg.Logger.Warn("an agent asked about a tool call that has ended; refused", "session", s.uri, "toolCall", m.ToolCallID, "status", status)
 		answer(m.Reply, "")
 		return
 	}
-	s.chatAction(c, permissionReady{TurnID: m.TurnID, ToolCallID: m.ToolCallID, Title: m.Title, ToolInput: input, Options: m.Options})
-	c.permissions[m.ToolCallID] = &permission{turnID: m.TurnID, options: append([]agentmsg.PermissionOption(nil), m.Options...), reply: m.Reply}
+	s.chatAction(c, permission.Ready{TurnID: m.TurnID, ToolCallID: m.ToolCallID, Title: m.Title, ToolInput: input, Options: m.Options})
+	c.permissions[m.ToolCallID] = &question{turnID: m.TurnID, options: append([]agentmsg.PermissionOption(nil), m.Options...), reply: m.Reply}
 }
 
 // activeToolCall is the status and input of the active turn's tool call with that id
@@ -302,96 +296,6 @@ func activeToolCall(st messages.ChatState, toolCallID string) (status string, in
 	return "", nil
 }
 
-// permissionReady is the chat/toolCallReady that shows an agent's question: no
-// `confirmed`, so the call awaits a confirmation, with the agent's choices as
-// ConfirmationOptions (kind approve or deny; allowing ones in group 0, refusing ones
-// in group 1).
-type permissionReady struct {
-	TurnID, ToolCallID, Title string
-	ToolInput                 any
-	Options                   []agentmsg.PermissionOption
-}
-
-type confirmationOption struct {
-	ID    string `json:"id"`
-	Label string `json:"label"`
-	Kind  string `json:"kind"`
-	Group int    `json:"group"`
-}
-
-func (permissionReady) ChatActionType() string { return messages.ChatToolCallReady }
-
-func (a permissionReady) MarshalJSON() ([]byte, error) {
-	options := make([]confirmationOption, len(a.Options))
-	for i, o := range a.Options {
-		options[i] = confirmationOption{ID: o.ID, Label: o.Name, Kind: "approve"}
-		if !allows(o.Kind) {
-			options[i].Kind, options[i].Group = "deny", 1
-		}
-		if options[i].Label == "" {
-			options[i].Label = o.ID
-		}
-	}
-	title := a.Title
-	if title == "" {
-		title = "The agent asks to go on"
-	}
-	return json.Marshal(struct {
-		Type              string               `json:"type"`
-		TurnID            string               `json:"turnId"`
-		ToolCallID        string               `json:"toolCallId"`
-		InvocationMessage string               `json:"invocationMessage"`
-		ConfirmationTitle string               `json:"confirmationTitle"`
-		ToolInput         any                  `json:"toolInput,omitempty"`
-		Options           []confirmationOption `json:"options"`
-	}{messages.ChatToolCallReady, a.TurnID, a.ToolCallID, title, title, a.ToolInput, options})
-}
-
-// allows reports whether an ACP permission option kind allows the call (allow_once,
-// allow_always) rather than refusing it (reject_once, reject_always).
-func allows(kind string) bool { return !strings.HasPrefix(kind, "reject") }
-
-// choose is the option id a confirmation answers with: the option the client chose;
-// else for an approval the agent's first allowing option, and for a refusal its
-// reject_once option, else its first refusing one, else "". A refusal is answered
-// with the agent's own refusing option where it offers one, because ACP's other
-// answer, the cancelled outcome (""), says the whole turn was cancelled
-// (session/request_permission: a client that cancels the turn MUST answer pending
-// permissions with it), which a refused tool call is not. A choice that contradicts
-// approved, or names no option of the agent's, is refused with the reason.
-func (p *permission) choose(approved bool, selected string) (id, refusal string) {
-	if selected != "" {
-		i := slices.IndexFunc(p.options, func(o agentmsg.PermissionOption) bool { return o.ID == selected })
-		switch {
-		case i < 0:
-			return "", fmt.Sprintf("the agent offered no option %q", selected)
-		case allows(p.options[i].Kind) != approved && approved:
-			return "", fmt.Sprintf("option %q refuses the call: send it with approved false", selected)
-		case allows(p.options[i].Kind) != approved:
-			return "", fmt.Sprintf("option %q allows the call: send it with approved true", selected)
-		}
-		return selected, ""
-	}
-	if !approved {
-		id := ""
-		for _, o := range p.options {
-			if o.Kind == "reject_once" {
-				return o.ID, ""
-			}
-			if id == "" && !allows(o.Kind) {
-				id = o.ID
-			}
-		}
-		return id, ""
-	}
-	for _, o := range p.options {
-		if allows(o.Kind) {
-			return o.ID, ""
-		}
-	}
-	return "", "the agent offered no option that allows the call"
-}
-
 // confirmPermission takes a client's chat/toolCallConfirmed of an agent's question:
 // the connection has checked its chat:send grant. It is echoed and answered on the
 // question's Reply, once; a confirmation of a call nobody waits on is refused.
@@ -412,7 +316,7 @@ func (s *session) confirmPermission(c *chat, m *channel.Dispatch, folded map[str
 		m.Reject(s.journal, "chat/toolCallConfirmed needs approved")
 		return
 	}
-	id, refusal := p.choose(*a.Approved, a.SelectedOptionID)
+	id, refusal := permission.Choose(p.options, *a.Approved, a.SelectedOptionID)
 	if refusal != "" {
 		m.Reject(s.journal, refusal)
 		return
