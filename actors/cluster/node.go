@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -16,6 +17,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
 
 	"github.com/labstack/echo"
@@ -70,6 +72,38 @@ type Member struct {
 	// users is this node's copy of the cluster's users, once SpawnUsers has run.
 	users *auth.Store
 	gw    *gateway
+	// topology is the provider's latest member list, as its ClusterTopology events
+	// said it.
+	topology *topologyView
+}
+
+// topologyView keeps the members of the last ClusterTopology protoactor-go published.
+// It is read instead of MemberList.Members(), which reads the list without the lock
+// its provider's goroutine replaces it under: a data race at every node's start.
+// The events come on that goroutine, so the view is behind a mutex of its own.
+type topologyView struct {
+	mu      sync.Mutex
+	members []*pcluster.Member
+}
+
+// watch subscribes the view to system's topology events; call it before the member
+// starts, so that no event is missed.
+func (v *topologyView) watch(system *actor.ActorSystem) *eventstream.Subscription {
+	return system.EventStream.Subscribe(func(evt any) {
+		if t, ok := evt.(*pcluster.ClusterTopology); ok {
+			v.mu.Lock()
+			v.members = t.Members
+			v.mu.Unlock()
+		}
+	})
+}
+
+// Members are the members the provider listed last (this node among them), or none
+// before its first list.
+func (v *topologyView) Members() []*pcluster.Member {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.members
 }
 
 // Join starts this node's remote and joins the cluster; the node actor is spawned by
@@ -130,10 +164,13 @@ func Join(system *actor.ActorSystem, opts Options) (_ *Member, err error) {
 	rc := remote.Configure(host, port, remote.WithServerOptions(serverOpts...), remote.WithDialOptions(dialOpts...))
 	cfg := pcluster.Configure(opts.Cluster, provider, disthash.New(), rc)
 	c := pcluster.New(system, cfg)
+	view := &topologyView{}
+	sub := view.watch(system)
 	if err := startMember(c); err != nil {
+		system.EventStream.Unsubscribe(sub)
 		return nil, err
 	}
-	return &Member{opts: opts, system: system, cluster: c, addr: system.Address(), instance: system.ID}, nil
+	return &Member{opts: opts, system: system, cluster: c, addr: system.Address(), instance: system.ID, topology: view}, nil
 }
 
 // startMember starts the member, turning protoactor-go's panic on a provider that

@@ -241,7 +241,7 @@ func (n *node) started(ctx actor.Context) {
 	})
 	n.load.Average = loadAverage()
 	ctx.Send(n.root, &root.ResendRows{})
-	n.topology(ctx, n.m.cluster.MemberList.Members().Members())
+	n.topology(ctx, n.m.topology.Members())
 	n.loadTimer = time.AfterFunc(n.m.opts.LoadInterval, func() { system.Root.Send(self, &loadTick{}) })
 }
 

@@ -127,7 +127,7 @@ func (m *Member) SyncUsers() (answered, asked int) {
 		return 0, 0
 	}
 	var futures []*actor.Future
-	for addr := range memberAddrs(m.cluster.MemberList.Members().Members(), m.addr) {
+	for addr := range memberAddrs(m.topology.Members(), m.addr) {
 		futures = append(futures, m.system.Root.RequestFuture(actor.NewPID(addr, UsersName), &usersPull{}, syncTimeout))
 	}
 	for _, f := range futures {
@@ -155,7 +155,7 @@ func (u *users) Receive(ctx actor.Context) {
 			}
 		})
 		u.gen = u.store.Generation()
-		u.topology(ctx, u.m.cluster.MemberList.Members().Members())
+		u.topology(ctx, u.m.topology.Members())
 		u.schedule(ctx)
 	case *actor.Stopping:
 		if u.timer != nil {
