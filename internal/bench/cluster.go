@@ -62,7 +62,9 @@ type clusterNodes struct {
 	addrs []string
 	// pinger times round trips to the nodes when they are processes.
 	pinger *nodePinger
-	stop   []func() error
+	// logs keep the end of each node process's stderr, for an error.
+	logs []*logTail
+	stop []func() error
 }
 
 // processes says the nodes are processes of their own.
@@ -177,7 +179,7 @@ func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
 				if !strings.Contains(err.Error(), "no node") || wctx.Err() != nil {
 					k.Close()
 					c.close()
-					return nil, fmt.Errorf("bench: the cluster did not form: %w", err)
+					return nil, fmt.Errorf("bench: the cluster did not form: %w%s", err, c.nodeLogs())
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
@@ -265,7 +267,20 @@ func (c *clusterNodes) startProcess(e *env, clusterName string, secret []byte, n
 	c.names = append(c.names, name)
 	c.targets = append(c.targets, target{url: h.URL, token: h.Token})
 	c.stop = append(c.stop, h.Close)
+	c.logs = append(c.logs, logs)
 	return nil
+}
+
+// nodeLogs is the end of what each node process wrote on stderr, as the end of an
+// error message; "" for nodes in this process.
+func (c *clusterNodes) nodeLogs() string {
+	var b strings.Builder
+	for i, l := range c.logs {
+		if t := l.said(); t != "" {
+			fmt.Fprintf(&b, "\nnode %s%s", c.names[i], t)
+		}
+	}
+	return b.String()
 }
 
 // logTail keeps the end of what a node process writes on stderr, to say why it
