@@ -56,7 +56,9 @@ func clusterFloodBytes(s Sizes) int64 { return max(s.ThroughputBytes/5, 1_000_00
 type clusterNodes struct {
 	names   []string
 	targets []target
-	// servers are the nodes in this process; nil when they are processes.
+	// asProcesses says each node is a process of its own (Config.ClusterExe).
+	asProcesses bool
+	// servers are the nodes when they are in this process.
 	servers []*server.Server
 	// addrs are the nodes' --node-addr, where their node actors are.
 	addrs []string
@@ -68,7 +70,7 @@ type clusterNodes struct {
 }
 
 // processes says the nodes are processes of their own.
-func (c *clusterNodes) processes() bool { return c.servers == nil }
+func (c *clusterNodes) processes() bool { return c.asProcesses }
 
 // where says where the nodes run, for the summary and the notes.
 func (c *clusterNodes) where() string {
@@ -126,7 +128,7 @@ func freeLoopbackPorts(n int) ([]int, error) {
 
 // startClusterNodes starts the nodes and waits until every one knows every other.
 func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
-	c := &clusterNodes{}
+	c := &clusterNodes{asProcesses: e.cfg.ClusterExe != ""}
 	ports, err := freeLoopbackPorts(2 * clusterNodeCount)
 	if err != nil {
 		return nil, err
@@ -141,7 +143,7 @@ func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
 		name := fmt.Sprintf("n%d", i)
 		addr := fmt.Sprintf("127.0.0.1:%d", nodePorts[i])
 		start := c.start
-		if e.cfg.ClusterExe != "" {
+		if c.processes() {
 			start = c.startProcess
 		}
 		if err := start(e, clusterName, secret, name, addr, seeds, seedPorts[i]); err != nil {
@@ -243,7 +245,8 @@ func (c *clusterNodes) start(e *env, clusterName string, secret []byte, name, ad
 }
 
 // clusterSecretEnv is where `termhost serve --cluster` takes the cluster's secret
-// from when no --cluster-secret-file is given (README, "Cluster").
+// from when no --cluster-secret-file is given (README, "Several machines: a
+// cluster").
 const clusterSecretEnv = "TERMHOST_CLUSTER_SECRET"
 
 // startProcess starts a node as `termhost serve --cluster` in a process of its own,
