@@ -28,7 +28,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	d := bench.DefaultSizes()
 	url := fs.String("url", "", "a running host's address, ws://HOST:PORT/; without it the bench starts a host (see --host)")
-	hostMode := fs.String("host", "process", "without --url: process (this binary's serve, in a process of its own) or inprocess (in the bench's process: goroutines counted, the host in --cpuprofile)")
+	hostMode := fs.String("host", "process", "without --url: process (this binary's serve, in a process of its own; so are the cluster scenario's nodes) or inprocess (in the bench's process, the cluster scenario's nodes too: goroutines counted, the host in --cpuprofile)")
 	token := fs.String("token", "", "the token to sign in with (an owner's); with --url")
 	hostPID := fs.Int("host-pid", 0, "with --url: the host's pid, so its memory, descriptors and children can be read from /proc")
 	ptyMode := fs.String("pty", "auto", "auto|always|never: how the started host runs terminals")
@@ -243,6 +243,8 @@ func startBenchHost(cfg *bench.Config, mode, ptyMode, shell string, emptyHome bo
 			return nil, err
 		}
 		cfg.URL, cfg.Token, cfg.HostPID, cfg.Started = host.URL, host.Token, host.PID, true
+		// The cluster scenario's nodes are then processes of their own too.
+		cfg.ClusterExe = exe
 		return host.Close, nil
 	case "inprocess":
 		if len(env) > 0 {

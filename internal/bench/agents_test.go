@@ -3,19 +3,25 @@ package bench
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
 
 // TestMain lets the test binary be the bench agent: `TEST_BINARY bench-agent` serves
-// ACP on stdin and stdout, as `termhost bench-agent` does.
+// ACP on stdin and stdout, as `termhost bench-agent` does. The termhost a test built
+// (buildTermhost) is removed at the end.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "bench-agent" {
 		ServeAgent(os.Stdin, os.Stdout)
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if termhostBuild.exe != "" {
+		_ = os.RemoveAll(filepath.Dir(termhostBuild.exe))
+	}
+	os.Exit(code)
 }
 
 // TestAgentsRaw runs the agents scenario against an in-process host, which has no

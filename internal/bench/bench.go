@@ -209,6 +209,10 @@ type Config struct {
 	// BusyCommand is the argv of `termhost bench-busy` without its count: the busy
 	// scenario's neighbour process. Empty: the busy scenario cannot run.
 	BusyCommand []string
+	// ClusterExe is the termhost binary the cluster scenario runs each of its nodes
+	// as, `ClusterExe serve --cluster …` in a process of its own; empty runs the
+	// nodes in this process. `termhost bench --host process` sets it to itself.
+	ClusterExe string
 	// Progress receives a line now and then during long scenarios; nil is quiet.
 	Progress io.Writer
 	// WaitTimeout bounds each single wait on the host (an answer, an exit, a
@@ -248,7 +252,8 @@ var scenarios = []scenario{
 	// agents runs 1, 10 and 50 agent processes behind sessions, and as many raw, 5 s
 	// each: about half a minute with their start.
 	{"agents", agentsSummary, runAgents, true},
-	// cluster starts three nodes of its own and opens 1,000 terminals across them.
+	// cluster starts three nodes of its own (processes with Config.ClusterExe) and
+	// opens 1,000 terminals across them.
 	{"cluster", clusterSummary, runCluster, true},
 }
 

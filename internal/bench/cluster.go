@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,10 +21,14 @@ import (
 	"github.com/termhost/termhost/server"
 )
 
-// The cluster scenario (issue 17) starts three cluster nodes of its own in this
-// process, on loopback with the seeds provider, whatever host the rest of the run
-// drives: what it compares is a terminal on another node against one on the client's
-// own node, in the same run, through the same nodes.
+// The cluster scenario (issue 17) starts three cluster nodes of its own on loopback
+// with the seeds provider, whatever host the rest of the run drives: what it compares
+// is a terminal on another node against one on the client's own node, in the same
+// run, through the same nodes. With Config.ClusterExe (`termhost bench --host
+// process`) each node is `termhost serve --cluster` in a process of its own, as nodes
+// are deployed, and the node-to-node round trip is timed between processes too
+// (nodePinger); without it the nodes are servers in this process, sharing its Go
+// runtime with one another and with the bench's clients.
 
 // clusterNodeCount is how many nodes the scenario runs.
 const clusterNodeCount = 3
@@ -32,9 +37,15 @@ const clusterNodeCount = 3
 // median and a spread.
 const clusterRounds = 3
 
+// clusterSummary is said before the run, when where the nodes run is not known yet;
+// runCluster replaces it with clusterSummaryFor.
 func clusterSummary(s Sizes) string {
-	return fmt.Sprintf("%d nodes in this process (seeds provider, loopback): a %s flood through a terminal on another node against one on the client's own node, %d rounds each, and %d keystrokes each way with as many node-to-node pings, in alternating rounds; then %d terminals opened across the nodes and the time until every node lists them all",
-		clusterNodeCount, mb(clusterFloodBytes(s)), clusterRounds, s.EchoKeys, s.ClusterTerminals)
+	return clusterSummaryFor(s, "processes of their own with --host process, else in this process")
+}
+
+func clusterSummaryFor(s Sizes, where string) string {
+	return fmt.Sprintf("%d nodes (%s; seeds provider, loopback): a %s flood through a terminal on another node against one on the client's own node, %d rounds each, and %d keystrokes each way with as many node-to-node pings, in alternating rounds; then %d terminals opened across the nodes and the time until every node lists them all",
+		clusterNodeCount, where, mb(clusterFloodBytes(s)), clusterRounds, s.EchoKeys, s.ClusterTerminals)
 }
 
 // clusterFloodBytes is each flood's N: a fifth of the throughput scenario's, as six
@@ -45,11 +56,53 @@ func clusterFloodBytes(s Sizes) int64 { return max(s.ThroughputBytes/5, 1_000_00
 type clusterNodes struct {
 	names   []string
 	targets []target
+	// asProcesses says each node is a process of its own (Config.ClusterExe).
+	asProcesses bool
+	// servers are the nodes when they are in this process.
 	servers []*server.Server
-	stop    []func() error
+	// addrs are the nodes' --node-addr, where their node actors are.
+	addrs []string
+	// pinger times round trips to the nodes when they are processes.
+	pinger *nodePinger
+	// logs keep the end of each node process's stderr, for an error.
+	logs []*logTail
+	stop []func() error
+}
+
+// processes says the nodes are processes of their own.
+func (c *clusterNodes) processes() bool { return c.asProcesses }
+
+// where says where the nodes run, for the summary and the notes.
+func (c *clusterNodes) where() string {
+	if c.processes() {
+		return "each `termhost serve --cluster` in a process of its own"
+	}
+	return "all in this process"
+}
+
+// ping times one node-to-node round trip to node to's node actor: from node from's
+// member when the nodes are in this process (Member.Ping), from the bench's own
+// remote when they are processes (from is then not a party: the bench's process is
+// the other end, so the trip is between two processes as it is between two nodes).
+func (c *clusterNodes) ping(from, to int, timeout time.Duration) (time.Duration, error) {
+	if c.processes() {
+		return c.pinger.ping(c.addrs[to], timeout)
+	}
+	return c.servers[from].Member().Ping(c.servers[to].Member().Addr(), timeout)
+}
+
+// pingWhere says between what the round trip is timed, for the notes.
+func (c *clusterNodes) pingWhere(from, to int) string {
+	if c.processes() {
+		return fmt.Sprintf("from a protoactor remote in the bench's process (the cluster's secret and gRPC settings, no member) to %s's node actor, another process", c.names[to])
+	}
+	return fmt.Sprintf("from %s's member to %s's node actor, both in this process", c.names[from], c.names[to])
 }
 
 func (c *clusterNodes) close() {
+	if c.pinger != nil {
+		c.pinger.close()
+	}
 	for _, stop := range c.stop {
 		_ = stop()
 	}
@@ -75,7 +128,7 @@ func freeLoopbackPorts(n int) ([]int, error) {
 
 // startClusterNodes starts the nodes and waits until every one knows every other.
 func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
-	c := &clusterNodes{}
+	c := &clusterNodes{asProcesses: e.cfg.ClusterExe != ""}
 	ports, err := freeLoopbackPorts(2 * clusterNodeCount)
 	if err != nil {
 		return nil, err
@@ -85,12 +138,27 @@ func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
 	for _, p := range seedPorts {
 		seeds = append(seeds, fmt.Sprintf("127.0.0.1:%d", p))
 	}
+	clusterName, secret := "bench-"+e.run, []byte("bench "+e.run)
 	for i := range clusterNodeCount {
 		name := fmt.Sprintf("n%d", i)
-		if err := c.start(e, name, seeds, seedPorts[i], nodePorts[i]); err != nil {
+		addr := fmt.Sprintf("127.0.0.1:%d", nodePorts[i])
+		start := c.start
+		if c.processes() {
+			start = c.startProcess
+		}
+		if err := start(e, clusterName, secret, name, addr, seeds, seedPorts[i]); err != nil {
 			c.close()
 			return nil, err
 		}
+		c.addrs = append(c.addrs, addr)
+	}
+	if c.processes() {
+		p, err := startNodePinger(clusterName, secret)
+		if err != nil {
+			c.close()
+			return nil, err
+		}
+		c.pinger = p
 	}
 	// Nothing tells a client that a node has joined but a create naming it being
 	// taken: each node is asked to open a one-line terminal on every other, retried
@@ -113,7 +181,7 @@ func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
 				if !strings.Contains(err.Error(), "no node") || wctx.Err() != nil {
 					k.Close()
 					c.close()
-					return nil, fmt.Errorf("bench: the cluster did not form: %w", err)
+					return nil, fmt.Errorf("bench: the cluster did not form: %w%s", err, c.nodeLogs())
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
@@ -124,7 +192,8 @@ func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
 	return c, nil
 }
 
-func (c *clusterNodes) start(e *env, name string, seeds []string, seedPort, port int) error {
+// start starts a node in this process.
+func (c *clusterNodes) start(e *env, clusterName string, secret []byte, name, addr string, seeds []string, seedPort int) error {
 	dir, err := os.MkdirTemp("", "termhost-bench-cluster-")
 	if err != nil {
 		return err
@@ -145,8 +214,8 @@ func (c *clusterNodes) start(e *env, name string, seeds []string, seedPort, port
 		Root:   root.Options{UsePty: e.pty, DefaultShell: e.shell},
 		Auth:   store,
 		Logger: slog.New(slog.DiscardHandler),
-		Cluster: &cluster.Options{Cluster: "bench-" + e.run, Name: name, NodeAddr: fmt.Sprintf("127.0.0.1:%d", port),
-			Seeds: seeds, SeedPort: seedPort, Secret: []byte("bench " + e.run)},
+		Cluster: &cluster.Options{Cluster: clusterName, Name: name, NodeAddr: addr,
+			Seeds: seeds, SeedPort: seedPort, Secret: secret},
 	})
 	if err != nil {
 		_ = os.RemoveAll(dir)
@@ -173,6 +242,78 @@ func (c *clusterNodes) start(e *env, name string, seeds []string, seedPort, port
 		return leaveState(dir, nil, err)
 	})
 	return nil
+}
+
+// clusterSecretEnv is where `termhost serve --cluster` takes the cluster's secret
+// from when no --cluster-secret-file is given (README, "Several machines: a
+// cluster").
+const clusterSecretEnv = "TERMHOST_CLUSTER_SECRET"
+
+// startProcess starts a node as `termhost serve --cluster` in a process of its own,
+// with a state folder of its own, the run's pty mode and shell, and the secret in its
+// environment, and waits for its `listening on` line.
+func (c *clusterNodes) startProcess(e *env, clusterName string, secret []byte, name, addr string, seeds []string, seedPort int) error {
+	pty := "never"
+	if e.pty {
+		pty = "always"
+	}
+	logs := &logTail{}
+	h, err := StartHostProcess(HostProcessOptions{
+		Exe: e.cfg.ClusterExe, Pty: pty, Shell: e.shell, Logs: logs,
+		Env: []string{clusterSecretEnv + "=" + string(secret)},
+		Args: []string{"--cluster", clusterName, "--node-name", name, "--node-addr", addr,
+			"--seeds", strings.Join(seeds, ","), "--seed-port", strconv.Itoa(seedPort)},
+	})
+	if err != nil {
+		return fmt.Errorf("bench: node %s: %w%s", name, err, logs.said())
+	}
+	c.names = append(c.names, name)
+	c.targets = append(c.targets, target{url: h.URL, token: h.Token})
+	c.stop = append(c.stop, h.Close)
+	c.logs = append(c.logs, logs)
+	return nil
+}
+
+// nodeLogs is the end of what each node process wrote on stderr, as the end of an
+// error message; "" for nodes in this process.
+func (c *clusterNodes) nodeLogs() string {
+	var b strings.Builder
+	for i, l := range c.logs {
+		if t := l.said(); t != "" {
+			fmt.Fprintf(&b, "\nnode %s%s", c.names[i], t)
+		}
+	}
+	return b.String()
+}
+
+// logTail keeps the end of what a node process writes on stderr, to say why it
+// would not start.
+type logTail struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+// logTailMax is how much of a node's stderr is kept.
+const logTailMax = 4 << 10
+
+func (l *logTail) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	if over := len(l.b) - logTailMax; over > 0 {
+		l.b = l.b[over:]
+	}
+	return len(p), nil
+}
+
+// said is what was kept, as the end of an error message ("" when nothing was).
+func (l *logTail) said() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t := strings.TrimSpace(string(l.b)); t != "" {
+		return "; its stderr ends:\n" + t
+	}
+	return ""
 }
 
 // createOn opens a one-command terminal (command "" is the shell) on the named node.
@@ -202,6 +343,8 @@ func runCluster(ctx context.Context, e *env, r *report.Result) error {
 		return err
 	}
 	defer c.close()
+	r.Summary = clusterSummaryFor(e.sizes, c.where())
+	r.Params["nodes as processes"] = c.processes()
 	// The client is on node 0 for the cross-node runs and on node 1 for the same-node
 	// ones; the terminal is on node 1 in both.
 	const entry, owner = 0, 1
@@ -233,11 +376,16 @@ func runCluster(ctx context.Context, e *env, r *report.Result) error {
 	r.Add(report.Figure{Name: "keystroke echo, terminal on another node, p99", Value: percentile(crossTimes, 0.99).Seconds(), Unit: report.UnitSeconds}).WithRaw(percentile(sameTimes, 0.99).Seconds())
 	r.Add(report.Figure{Name: "node-to-node round trip (protoactor remote), median", Value: pm.Seconds(), Unit: report.UnitSeconds})
 	r.Add(report.Figure{Name: "echo added by the other node ÷ node-to-node round trip", Value: (cm - sm).Seconds() / pm.Seconds(), Unit: report.UnitRatio})
+	r.Note("node-to-node round trip timed %s", c.pingWhere(entry, owner))
 
 	if err := c.converge(ctx, e, r); err != nil {
 		return err
 	}
-	r.Note("all %d nodes and the clients share this process's %d CPUs", clusterNodeCount, e.machineCPUs())
+	if c.processes() {
+		r.Note("the %d nodes are processes of their own (%s); they and this process's clients share the machine's %d CPUs", clusterNodeCount, e.cfg.ClusterExe, e.machineCPUs())
+	} else {
+		r.Note("all %d nodes and the clients share this process's Go runtime and %d CPUs", clusterNodeCount, e.machineCPUs())
+	}
 	return nil
 }
 
@@ -384,8 +532,15 @@ func (c *clusterNodes) echo(ctx context.Context, e *env, entry, owner int) (same
 		return nil, nil, nil, err
 	}
 	defer cx.close()
-	peer := c.servers[owner].Member().Addr()
 	per := max(e.sizes.EchoKeys/echoRounds, 1)
+	// The first pings open the pinger's connections to the node and back (in
+	// process, node 0 has had them since it joined): untimed, as the first
+	// keystrokes are.
+	for range echoWarmup {
+		if _, err := c.ping(entry, owner, e.cfg.WaitTimeout); err != nil {
+			return nil, nil, nil, fmt.Errorf("node to node ping: %w", err)
+		}
+	}
 	for range echoRounds {
 		s, err := sx.keys(wctx, per)
 		if err != nil {
@@ -397,7 +552,7 @@ func (c *clusterNodes) echo(ctx context.Context, e *env, entry, owner int) (same
 		}
 		same, cross = append(same, s...), append(cross, x...)
 		for range per {
-			d, err := c.servers[entry].Member().Ping(peer, e.cfg.WaitTimeout)
+			d, err := c.ping(entry, owner, e.cfg.WaitTimeout)
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("node to node ping: %w", err)
 			}

@@ -34,6 +34,9 @@ type HostProcessOptions struct {
 	// Env are KEY=VALUE pairs added to the host's environment (GOMAXPROCS=1, say),
 	// so a runtime setting can be measured on the host alone.
 	Env []string
+	// Args are more serve flags, after the ones above (a cluster node's --cluster,
+	// --node-addr and --seeds, say).
+	Args []string
 }
 
 // HostProcess is `termhost serve` on a free loopback port in a process of its own,
@@ -85,6 +88,7 @@ func (h *HostProcess) start(opts HostProcessOptions) error {
 	for _, a := range opts.Agents {
 		cmd.Args = append(cmd.Args, "--agent", a)
 	}
+	cmd.Args = append(cmd.Args, opts.Args...)
 	cmd.Env = os.Environ()
 	if opts.Shell != "" {
 		cmd.Env = append(cmd.Env, "SHELL="+opts.Shell)
