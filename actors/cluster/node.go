@@ -253,8 +253,16 @@ func seedsProvider(system *actor.ActorSystem, opts Options, host string, port in
 // Ping times one round trip from this node to the node actor at addr (host:port)
 // and back, through protoactor-go's remote as every node message goes.
 func (m *Member) Ping(addr string, timeout time.Duration) (time.Duration, error) {
+	return PingNode(m.system, addr, timeout)
+}
+
+// PingNode times one round trip from system to the node actor at addr and back:
+// the request until its pong is decoded. system needs a remote the node takes calls
+// from (the cluster's secret, nodeauth's options); it need not be a member, as the
+// bench's own pinger is not.
+func PingNode(system *actor.ActorSystem, addr string, timeout time.Duration) (time.Duration, error) {
 	start := time.Now()
-	res, err := m.system.Root.RequestFuture(actor.NewPID(addr, NodeName), &ping{}, timeout).Result()
+	res, err := system.Root.RequestFuture(actor.NewPID(addr, NodeName), &ping{}, timeout).Result()
 	if err != nil {
 		return 0, err
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/termhost/termhost/actors/cluster"
 	"github.com/termhost/termhost/actors/cluster/nodeauth"
@@ -25,12 +24,6 @@ type nodePinger struct {
 	system *actor.ActorSystem
 	remote *remote.Remote
 }
-
-// pingWire is a ping as the nodes encode it (actors/cluster's wire.go): its kind
-// byte, then its JSON, which is {}. The package keeps its kinds to itself, so the
-// byte is written out here; TestNodePingWire decodes it with the package's own Decode
-// and fails if it stops being a ping, and ping checks that a pong comes back.
-var pingWire = []byte{14, '{', '}'}
 
 // startNodePinger starts the remote on a free loopback port. The nodes answer it
 // there: a pong goes back over a connection the node opens to it, as to a node.
@@ -65,17 +58,9 @@ func startRemote(r *remote.Remote) (err error) {
 }
 
 // ping times one round trip to the node actor of the node at addr (its --node-addr),
-// as Member.Ping does: from the request until the pong is decoded.
+// exactly as one node times another (cluster.PingNode).
 func (p *nodePinger) ping(addr string, timeout time.Duration) (time.Duration, error) {
-	start := time.Now()
-	res, err := p.system.Root.RequestFuture(actor.NewPID(addr, cluster.NodeName), wrapperspb.Bytes(pingWire), timeout).Result()
-	if err != nil {
-		return 0, err
-	}
-	if got := fmt.Sprintf("%T", cluster.Decode(res)); got != "*cluster.pong" {
-		return 0, fmt.Errorf("bench: %s answered a ping with %s, not a pong", addr, got)
-	}
-	return time.Since(start), nil
+	return cluster.PingNode(p.system, addr, timeout)
 }
 
 func (p *nodePinger) close() {
