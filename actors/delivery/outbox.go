@@ -40,7 +40,7 @@ const (
 
 // maxMergedFrame caps a frame built by merging queued terminal/data. Merging turns
 // many small frames into fewer writes; a flood's frames come near this size already
-// (the pty's reader gathers up to 64 KiB), and merging those saved a write per frame
+// (the terminal gathers up to 256 KiB), and merging those saved a write per frame
 // but copied every frame once more for each subscriber: with 50 subscribers that
 // copy (and the fresh buffer it needs) was an eighth of the CPU (issue 13's fanout
 // profile), more than the writes it saved.
@@ -131,8 +131,10 @@ const directBytes = 4 << 10
 // woken for it (issue 13: the busy machine's CPU per MB, 20 -> 17 ms). With more
 // subscribers the writer goroutines still write, so that the writes of one chunk to
 // many connections spread over the CPUs rather than run one after another on the
-// reader's (the fanout scenario's 50 subscribers carried less that way).
-const directAloneBytes = 96 << 10
+// reader's (the fanout scenario's 50 subscribers carried less that way). It is a
+// flood chunk's largest frame (the terminal's reader gathers up to 256 KiB, escaped
+// here in a few percent more) with room to spare.
+const directAloneBytes = 384 << 10
 
 // AloneSubscriber is a Subscriber that can be told it is a frame's only subscriber
 // (see Outbox.DeliverAlone).

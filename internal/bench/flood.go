@@ -109,14 +109,14 @@ func (e *env) flood(ctx context.Context, k *ctl, label string, i int, n int64, s
 		defer cancel()
 		_ = k.dispose(dctx, uri)
 	}()
-	streams := make([]*stream, 0, subs)
+	streams := make([]*counter, 0, subs)
 	defer func() {
 		for _, s := range streams {
 			s.close()
 		}
 	}()
 	for j := range subs {
-		s, err := dialStream(wctx, e.target, fmt.Sprintf("bench-%s-%d-%d", label, i, j), uri)
+		s, err := dialCounter(wctx, e.target, fmt.Sprintf("bench-%s-%d-%d", label, i, j), uri)
 		if err != nil {
 			return nil, err
 		}

@@ -187,7 +187,7 @@ func runSlow(ctx context.Context, e *env, r *report.Result) error {
 	}
 
 	e.settleMemory()
-	var slow *stream
+	var slow *counter
 	defer func() {
 		if slow != nil {
 			slow.close()
@@ -196,7 +196,7 @@ func runSlow(ctx context.Context, e *env, r *report.Result) error {
 	sampler = e.sampleRSS()
 	beside, err := e.flood(ctx, k, "slow-beside", 1, n, 1, func(ctx context.Context, uri string) error {
 		// Subscribed, answered, and never read again until the flood is over.
-		s, err := dialStream(ctx, e.target, "bench-slow-reader", uri)
+		s, err := dialCounter(ctx, e.target, "bench-slow-reader", uri)
 		slow = s
 		return err
 	})
