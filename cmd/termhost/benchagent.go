@@ -5,7 +5,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/termhost/termhost/internal/bench"
+	"github.com/termhost/termhost/internal/bench/benchproc"
 )
 
 // benchAgent is the hidden `termhost bench-agent`: the ACP agent with no model that
@@ -16,7 +16,7 @@ func benchAgent(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) > 0 {
 		return usageError{fmt.Errorf("bench-agent takes no arguments, got %q", args)}
 	}
-	bench.ServeAgent(stdin, stdout)
+	benchproc.ServeAgent(stdin, stdout)
 	return nil
 }
 
@@ -30,6 +30,6 @@ func benchBusy(args []string, stdin io.Reader) error {
 	if err != nil || n < 1 {
 		return usageError{fmt.Errorf("bench-busy: want a positive number of goroutines, got %q", args[0])}
 	}
-	bench.ServeBusy(n, stdin)
+	benchproc.ServeBusy(n, stdin)
 	return nil
 }

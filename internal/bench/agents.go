@@ -11,12 +11,12 @@ import (
 	"os/exec"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/termhost/termhost/internal/bench/benchproc"
 	"github.com/termhost/termhost/internal/bench/report"
 	"github.com/termhost/termhost/messages"
 )
@@ -34,16 +34,14 @@ import (
 // `provider` its sessions are made with.
 const AgentProvider = "bench"
 
-// agentsPrompt is the text of every turn; AgentReply is what the bench agent answers.
-const (
-	agentsPrompt = "hi"
-	AgentReply   = "ok"
-)
+// agentsPrompt is the text of every turn; the bench agent answers it with
+// benchproc.AgentReply.
+const agentsPrompt = "hi"
 
 func agentsSummary(s Sizes) string {
 	return fmt.Sprintf("turns of %q to an ACP agent of the session's own (provider %q: `termhost bench-agent`, one %q chunk then end_turn) back to back, one client per session "+
 		"(turnStarted sent → chat/turnComplete seen): %v session(s) for %v each; against as many goroutines each prompting a bench-agent process of its own over ACP directly",
-		agentsPrompt, AgentProvider, AgentReply, s.AgentSessionCounts, s.AgentsDuration)
+		agentsPrompt, AgentProvider, benchproc.AgentReply, s.AgentSessionCounts, s.AgentsDuration)
 }
 
 func runAgents(ctx context.Context, e *env, r *report.Result) error {
@@ -349,66 +347,4 @@ func (c *rawAgentClient) ReleaseTerminal(context.Context, acp.ReleaseTerminalReq
 
 func (c *rawAgentClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
 	return acp.WaitForTerminalExitResponse{}, errRawClient
-}
-
-// ServeAgent is `termhost bench-agent`: an ACP agent on in and out with no model,
-// which answers every prompt with AgentReply in one agent_message_chunk and ends the
-// turn. It returns when the client goes.
-func ServeAgent(in io.Reader, out io.Writer) {
-	a := &benchAgent{}
-	a.conn = acp.NewAgentSideConnection(a, out, in)
-	a.conn.SetLogger(slog.New(slog.DiscardHandler))
-	<-a.conn.Done()
-}
-
-type benchAgent struct {
-	conn *acp.AgentSideConnection
-	ids  atomic.Int64
-}
-
-var _ acp.Agent = (*benchAgent)(nil)
-
-func (a *benchAgent) Initialize(context.Context, acp.InitializeRequest) (acp.InitializeResponse, error) {
-	return acp.InitializeResponse{
-		ProtocolVersion: acp.ProtocolVersionNumber,
-		AgentInfo:       &acp.Implementation{Name: "termhost-bench-agent", Version: "1"},
-		AuthMethods:     []acp.AuthMethod{},
-	}, nil
-}
-
-func (a *benchAgent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
-	return acp.AuthenticateResponse{}, nil
-}
-
-func (a *benchAgent) NewSession(context.Context, acp.NewSessionRequest) (acp.NewSessionResponse, error) {
-	return acp.NewSessionResponse{SessionId: acp.SessionId(fmt.Sprintf("bench-%d-%d", os.Getpid(), a.ids.Add(1)))}, nil
-}
-
-func (a *benchAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
-	if err := a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: p.SessionId, Update: acp.UpdateAgentMessageText(AgentReply)}); err != nil {
-		return acp.PromptResponse{}, err
-	}
-	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
-}
-
-func (a *benchAgent) Cancel(context.Context, acp.CancelNotification) error { return nil }
-
-func (a *benchAgent) CloseSession(context.Context, acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
-	return acp.CloseSessionResponse{}, nil
-}
-
-func (a *benchAgent) ListSessions(context.Context, acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
-	return acp.ListSessionsResponse{}, nil
-}
-
-func (a *benchAgent) ResumeSession(context.Context, acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
-	return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
-}
-
-func (a *benchAgent) SetSessionConfigOption(context.Context, acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
-	return acp.SetSessionConfigOptionResponse{}, nil
-}
-
-func (a *benchAgent) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
-	return acp.SetSessionModeResponse{}, nil
 }

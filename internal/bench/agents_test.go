@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/termhost/termhost/internal/bench/benchproc"
 )
 
 // TestMain lets the test binary be the bench agent: `TEST_BINARY bench-agent` serves
@@ -14,7 +16,7 @@ import (
 // (buildTermhost) is removed at the end.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "bench-agent" {
-		ServeAgent(os.Stdin, os.Stdout)
+		benchproc.ServeAgent(os.Stdin, os.Stdout)
 		os.Exit(0)
 	}
 	code := m.Run()

@@ -1,0 +1,32 @@
+package benchproc
+
+import (
+	"io"
+	"testing"
+	"time"
+)
+
+// TestServeBusyEndsWithItsInput: the busy neighbour goes when the bench that started
+// it closes its stdin, so a bench that dies leaves no CPU burning behind it.
+func TestServeBusyEndsWithItsInput(t *testing.T) {
+	r, w := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ServeBusy(2, r)
+	}()
+	if _, err := w.Write([]byte("anything\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+		t.Fatal("ServeBusy returned while its input was still open")
+	default:
+	}
+	w.Close()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("ServeBusy still running 30 s after its input closed")
+	}
+}
