@@ -591,7 +591,8 @@ func TerminateWith(p Process, first syscall.Signal, grace time.Duration, session
 // session has no members left, and what a look found would be another session's.
 func sessionMembersOf(sid int, reaped bool, sessions *SessionScanner) []member {
 	if reaped {
-		if _, err := os.Stat("/proc/" + strconv.Itoa(sid)); err == nil {
+		// A signal 0 asks whether the pid is held, in one system call.
+		if err := syscall.Kill(sid, 0); err != syscall.ESRCH {
 			return nil
 		}
 	}
