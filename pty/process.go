@@ -147,13 +147,8 @@ func Start(spec Spec) (Process, error) {
 // startPty runs cmd with a new pseudoterminal's slave as its stdin, stdout, stderr
 // and controlling terminal, in a session of its own (setsid, TIOCSCTTY).
 func startPty(cmd *exec.Cmd, shell string, cols, rows int) (*process, error) {
-	master, tty, err := cpty.Open()
+	master, tty, err := openPty()
 	if err != nil {
-		return nil, fmt.Errorf("cannot start %s: open a pseudoterminal: %w", shell, err)
-	}
-	master, err = pollable(master)
-	if err != nil {
-		_ = tty.Close()
 		return nil, fmt.Errorf("cannot start %s: open a pseudoterminal: %w", shell, err)
 	}
 	if err := setWinsize(master, cols, rows); err != nil {
