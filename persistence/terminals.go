@@ -101,8 +101,8 @@ func (s *Store) SaveTerminal(session, chat, key string, t RetainedTerminal) erro
 }
 
 // PrepareTerminal makes the file a terminal will be kept in, under the session's
-// chat and key, before there is anything to keep: an empty file, durable in its
-// folder (with the chat's folder and chat.json, if this is the chat's first). Keeping
+// chat and key, before there is anything to keep: an empty file, its name durable
+// in its folder (with the chat's folder and chat.json, if this is the chat's first). Keeping
 // the terminal then writes into it and fsyncs it, one write and one fsync, where a
 // new file takes a second fsync, of its folder. A `!` command prepares its terminal's
 // file when it starts, so that the wait is off the path between the command's end and
@@ -129,22 +129,25 @@ func (s *Store) PrepareTerminal(session, chat, key string) error {
 	if err := s.ensureDir(tdir); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(s.terminalPath(session, chat, key), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	path := s.terminalPath(session, chat, key)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("persistence: %w", err)
 	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	// The folder's fsync makes the name durable. The empty file itself is not
+	// fsynced here: keeping the terminal writes it and fsyncs it (inode and data)
+	// before any turn names it, and until then a crash may lose it or leave it
+	// empty, both of which read as nothing kept. (On ext4 the folder's fsync
+	// commits the file's creation with it.)
+	err = f.Close()
 	if err == nil {
 		err = syncDir(tdir)
 	}
 	if err != nil {
-		return fmt.Errorf("persistence: prepare %s: %w", f.Name(), err)
+		return fmt.Errorf("persistence: prepare %s: %w", path, err)
 	}
 	return nil
 }

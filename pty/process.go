@@ -147,13 +147,8 @@ func Start(spec Spec) (Process, error) {
 // startPty runs cmd with a new pseudoterminal's slave as its stdin, stdout, stderr
 // and controlling terminal, in a session of its own (setsid, TIOCSCTTY).
 func startPty(cmd *exec.Cmd, shell string, cols, rows int) (*process, error) {
-	master, tty, err := cpty.Open()
+	master, tty, err := openPty()
 	if err != nil {
-		return nil, fmt.Errorf("cannot start %s: open a pseudoterminal: %w", shell, err)
-	}
-	master, err = pollable(master)
-	if err != nil {
-		_ = tty.Close()
 		return nil, fmt.Errorf("cannot start %s: open a pseudoterminal: %w", shell, err)
 	}
 	if err := setWinsize(master, cols, rows); err != nil {
@@ -591,7 +586,8 @@ func TerminateWith(p Process, first syscall.Signal, grace time.Duration, session
 // session has no members left, and what a look found would be another session's.
 func sessionMembersOf(sid int, reaped bool, sessions *SessionScanner) []member {
 	if reaped {
-		if _, err := os.Stat("/proc/" + strconv.Itoa(sid)); err == nil {
+		// A signal 0 asks whether the pid is held, in one system call.
+		if err := syscall.Kill(sid, 0); err != syscall.ESRCH {
 			return nil
 		}
 	}

@@ -33,6 +33,12 @@ type member struct {
 // stat per child of those processes rather than one per process on the machine
 // (disposing many terminals was quadratic that way). It reports false when the
 // kernel's children lists cannot be read; the caller then scans.
+//
+// Every Terminate walks twice, so the per-walk part is kept small: the ancestors'
+// lists are held open for the process's life (ancestorLists) and read again in
+// one pread each, and a child of theirs is asked its session with getsid before
+// its stat is read; on this machine's kernel an open, read and close of a /proc
+// file costs about four system calls' time.
 func sessionOf(sid int) ([]member, bool) {
 	if !childrenListed() {
 		return nil, false
@@ -41,30 +47,37 @@ func sessionOf(sid int) ([]member, bool) {
 	w.sid = sid
 	w.seen = map[int]bool{sid: true}
 	for _, r := range w.reapers() {
-		w.seen[r] = true
+		w.seen[r.pid] = true
 	}
 	// A reaper takes an orphan on its first live thread: the main thread, unless
-	// that has ended while others run on (then every thread is read).
+	// that has ended while others run on (then every thread is read). A thread
+	// that has ended has no children (the kernel hands them on as it ends and
+	// hands no orphan to it), so a list with anyone in it is a live thread's and
+	// only an empty one needs the stat that tells.
 	for _, r := range w.reapers() {
-		kids, err := w.children(r, r)
-		if err == nil && !w.zombieThread(r) {
+		kids, err := w.reaperChildren(r)
+		if err == nil && (len(kids) > 0 || !w.zombieThread(r.pid)) {
 			w.take(kids)
 			continue
 		}
-		if kids, ok := w.allChildren(r); ok {
+		if kids, ok := w.allChildren(r.pid, 0); ok {
 			w.take(kids)
 		} else {
 			return nil, false
 		}
 	}
-	kids, ok := w.allChildren(sid)
+	threads := 0
+	if st, ok := statInto(sid, w.stat[:]); ok {
+		threads = st.threads
+	}
+	kids, ok := w.allChildren(sid, threads)
 	if !ok {
 		return nil, false
 	}
 	w.take(kids)
 	// Down from each member: w.out grows as the walk goes.
 	for i := 0; i < len(w.out); i++ {
-		kids, ok := w.allChildren(w.out[i].pid)
+		kids, ok := w.allChildren(w.out[i].pid, w.threads[i])
 		if !ok {
 			return nil, false
 		}
@@ -75,10 +88,12 @@ func sessionOf(sid int) ([]member, bool) {
 
 // sessionWalk is one sessionOf: what it found, and the buffers it reads into.
 type sessionWalk struct {
-	sid     int
-	seen    map[int]bool
-	out     []member
-	reaped  []int // reapers' pids, once read
+	sid  int
+	seen map[int]bool
+	out  []member
+	// threads is each member's thread count as its stat said, beside out.
+	threads []int
+	reaped  []reaperList // reapers, once listed
 	stat    [statBufSize]byte
 	listBuf []byte
 }
@@ -92,8 +107,14 @@ func (w *sessionWalk) take(kids []int) {
 			continue
 		}
 		w.seen[c] = true
+		// Most children looked at are the reapers', of other sessions: getsid
+		// tells in one system call. The session's own are read for their start.
+		if s, err := unix.Getsid(c); err == nil && s != w.sid {
+			continue
+		}
 		if st, ok := statInto(c, w.stat[:]); ok && st.sid == w.sid {
 			w.out = append(w.out, member{c, st.start})
+			w.threads = append(w.threads, st.threads)
 		}
 	}
 }
@@ -101,31 +122,67 @@ func (w *sessionWalk) take(kids []int) {
 // reapers lists the processes an orphan of this host's children may be handed
 // to: this process, should it be a subreaper, each of its ancestors (any of them
 // may be one), and init.
-func (w *sessionWalk) reapers() []int {
+func (w *sessionWalk) reapers() []reaperList {
 	if w.reaped != nil {
 		return w.reaped
 	}
-	self := os.Getpid()
-	out := []int{}
+	out := []reaperList{}
 	var flag int32
 	if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&flag)), 0, 0, 0); err == nil && flag != 0 {
-		out = append(out, self)
+		out = append(out, reaperList{pid: os.Getpid(), fd: -1})
 	}
+	w.reaped = append(out, ancestorLists()...)
+	return w.reaped
+}
+
+// reaperList is a reaper and its main thread's children list held open (fd), or
+// -1 where it could not be opened.
+type reaperList struct {
+	pid, fd int
+}
+
+// ancestorLists is this process's parent, its parent's, and so on up, and init,
+// each with its main thread's children list opened once and held for the
+// process's life. The list can only grow stale by losing members: an orphan is
+// handed to its nearest living subreaper among its ancestors or to init, which
+// are in it already. A held list names its thread, not its pid: once that
+// thread has ended it reads empty, and never another process's children.
+var ancestorLists = sync.OnceValue(func() []reaperList {
+	self := os.Getpid()
+	var pids []int
+	var buf [statBufSize]byte
 	seen := map[int]bool{self: true}
 	for pid := self; ; {
-		st, ok := statInto(pid, w.stat[:])
+		st, ok := statInto(pid, buf[:])
 		if !ok || st.ppid <= 0 || seen[st.ppid] {
 			break
 		}
 		pid = st.ppid
 		seen[pid] = true
-		out = append(out, pid)
+		pids = append(pids, pid)
 	}
 	if !seen[1] {
-		out = append(out, 1)
+		pids = append(pids, 1)
 	}
-	w.reaped = out
+	out := make([]reaperList, 0, len(pids))
+	for _, pid := range pids {
+		p := strconv.Itoa(pid)
+		fd, err := syscall.Open("/proc/"+p+"/task/"+p+"/children", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			fd = -1
+		}
+		out = append(out, reaperList{pid: pid, fd: fd})
+	}
 	return out
+})
+
+// reaperChildren reads reaper r's main thread's children list: from its held
+// list, read again from the start, or else by opening it.
+func (w *sessionWalk) reaperChildren(r reaperList) ([]int, error) {
+	if r.fd < 0 {
+		return w.children(r.pid, r.pid)
+	}
+	return w.readList(r.fd, true)
 }
 
 // zombieThread reports whether pid's main thread has ended while others run on.
@@ -136,8 +193,15 @@ func (w *sessionWalk) zombieThread(pid int) bool {
 
 // allChildren lists a process's children from the children list of each of its
 // threads (a child belongs to the thread that forked it). A process that is gone
-// has none; false means a list could not be read for another reason.
-func (w *sessionWalk) allChildren(pid int) ([]int, bool) {
+// has none; false means a list could not be read for another reason. threads is
+// its thread count as its stat said (0: not known): a process of one thread has
+// its main thread's list read without its threads being listed.
+func (w *sessionWalk) allChildren(pid, threads int) ([]int, bool) {
+	if threads == 1 {
+		if kids, err := w.children(pid, pid); err == nil || gone(err) {
+			return kids, true
+		}
+	}
 	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 	if err != nil {
 		return nil, gone(err)
@@ -168,6 +232,12 @@ func (w *sessionWalk) children(pid, tid int) ([]int, error) {
 		return nil, err
 	}
 	defer syscall.Close(fd)
+	return w.readList(fd, false)
+}
+
+// readList reads a children list from fd, from where it is or, held, from its
+// start (pread: a held list is shared by concurrent walks).
+func (w *sessionWalk) readList(fd int, held bool) ([]int, error) {
 	if w.listBuf == nil {
 		w.listBuf = make([]byte, 4096)
 	}
@@ -176,7 +246,14 @@ func (w *sessionWalk) children(pid, tid int) ([]int, error) {
 		if len(b) == cap(b) {
 			b = slices.Grow(b, cap(b))
 		}
-		n, err := syscall.Read(fd, b[len(b):cap(b)])
+		want := cap(b) - len(b)
+		var n int
+		var err error
+		if held {
+			n, err = syscall.Pread(fd, b[len(b):cap(b)], int64(len(b)))
+		} else {
+			n, err = syscall.Read(fd, b[len(b):cap(b)])
+		}
 		if err == syscall.EINTR {
 			continue
 		}
@@ -187,6 +264,12 @@ func (w *sessionWalk) children(pid, tid int) ([]int, error) {
 			break
 		}
 		b = b[:len(b)+n]
+		// The kernel fills a read with whole entries until the list ends or the
+		// read is full: one that came back short by more than an entry (a pid
+		// and a space) read to the end, and the read that would say so is spared.
+		if n < want-24 {
+			break
+		}
 	}
 	w.listBuf = b[:0]
 	var out []int
@@ -257,6 +340,7 @@ const statBufSize = 1024
 type procStat struct {
 	state     byte // 'Z' for a zombie: ended, waiting for its parent to reap it
 	ppid, sid int
+	threads   int
 	start     string // start time since boot, in clock ticks: with the pid, names one process
 }
 
@@ -275,16 +359,18 @@ func statInto(pid int, buf []byte) (procStat, bool) {
 		return procStat{}, false
 	}
 	f := strings.Fields(string(b[i+2:]))
-	// After the name: state(0) ppid(1) pgrp(2) session(3) … starttime(19).
+	// After the name: state(0) ppid(1) pgrp(2) session(3) … num_threads(17)
+	// itrealvalue(18) starttime(19).
 	if len(f) < 20 {
 		return procStat{}, false
 	}
 	ppid, err1 := strconv.Atoi(f[1])
 	sid, err2 := strconv.Atoi(f[3])
-	if err1 != nil || err2 != nil {
+	threads, err3 := strconv.Atoi(f[17])
+	if err1 != nil || err2 != nil || err3 != nil {
 		return procStat{}, false
 	}
-	return procStat{state: f[0][0], ppid: ppid, sid: sid, start: f[19]}, true
+	return procStat{state: f[0][0], ppid: ppid, sid: sid, threads: threads, start: f[19]}, true
 }
 
 // readStat reads /proc/<pid>/stat into buf in one read, as the kernel hands the whole

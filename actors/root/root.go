@@ -280,7 +280,7 @@ func NewProps(opts Options, journal *delivery.Journal) *actor.Props {
 			},
 		}
 		return h
-	}, actor.WithSupervisor(terminalSupervisor()))
+	}, actor.WithSupervisor(terminalSupervisor()), actor.WithDispatcher(channel.Pooled))
 }
 
 // terminalSupervisor keeps a Terminal whose Receive panicked: its state is what the

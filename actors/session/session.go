@@ -222,7 +222,7 @@ func NewProps(cfg Config, rec persistence.SessionRecord, restored bool) *actor.P
 			s.restore()
 		}
 		return s
-	})
+	}, actor.WithDispatcher(channel.Pooled))
 }
 
 func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/internal/echotrace"
 	"github.com/termhost/termhost/pty"
 )
@@ -97,7 +98,7 @@ type shell struct{ p *shellProcess }
 func newShell(cfg Config, spec pty.Spec, dirErr error, terminal *actor.PID, adopted pty.Process) (*actor.Props, *inputPump) {
 	p := &shellProcess{spec: spec, dirErr: dirErr, adopted: adopted, logger: cfg.Logger, terminal: terminal, killGrace: cfg.KillGrace,
 		sessions: cfg.Sessions, input: newInputPump(cfg.Logger), wrapOutput: cfg.wrapOutput, wrapInput: cfg.wrapInput}
-	return actor.PropsFromProducer(func() actor.Actor { return &shell{p: p} }), p.input
+	return actor.PropsFromProducer(func() actor.Actor { return &shell{p: p} }, actor.WithDispatcher(channel.Pooled)), p.input
 }
 
 func (s *shell) Receive(ctx actor.Context) {
