@@ -168,20 +168,27 @@ __termhost_history_1() {
 # ignoredups leaves the newest entry the same line, so the newest entry is taken
 # when nothing else could have kept the line out, or when it is exactly
 # SIMPLECOMMAND, the command about to run.
-__termhost_hist_re='^[[:space:]]*([0-9]+)[* ] (.*)$'
+# `history 1` prints the entry's number right-aligned in five columns or more,
+# a '*' or a space, a space and the line. It is taken apart by offsets, not with
+# =~, which compiles its regular expression at every use (about 0.4 million
+# instructions in a UTF-8 locale, more than the rest of a line's marks).
 __termhost_read_line() {
 	builtin unset __termhost_line
 	[[ -o history ]] || return 0
 	__termhost_capture __termhost_history_1 || return 0
-	[[ $__termhost_out =~ $__termhost_hist_re ]] || return 0
-	if [[ ${BASH_REMATCH[1]} != "$__termhost_next_hist" ]]; then
+	local o=$__termhost_out i=5 n
+	while [[ ${o:i:1} == [0-9] ]]; do ((i++)); done
+	n=${o:0:i}
+	n=${n##*[[:space:]]}
+	[[ -n $n && $n != *[!0-9]* && ${o:i:2} == [\ *]\  ]] || return 0
+	if [[ $n != "$__termhost_next_hist" ]]; then
 		if [[ -n ${1-} ]]; then
-			[[ ${BASH_REMATCH[2]} == "$1" ]] || return 0
+			[[ ${o:i+2} == "$1" ]] || return 0
 		else
 			[[ ${HISTCONTROL-} != *ignorespace* && ${HISTCONTROL-} != *ignoreboth* && -z ${HISTIGNORE-} ]] || return 0
 		fi
 	fi
-	__termhost_line=${BASH_REMATCH[2]}
+	__termhost_line=${o:i+2}
 }
 
 # __termhost_start_marks [SIMPLECOMMAND]: sets __termhost_marks to the E mark of
@@ -326,46 +333,13 @@ fi'
 			builtin set -T
 		fi
 		builtin trap -- "$__termhost_armed_trap" DEBUG
-		__termhost_restore "$__termhost_pc_status"
+		# The trap runs before every command from here on (functrace is on):
+		# one `return`, not a call of __termhost_restore and its return.
+		builtin return "$__termhost_pc_status"
 	}
 	__termhost_armed_trap=
 	__termhost_trap_now=
 	__termhost_trap_chained=
-else
-	# Older bash: a DEBUG trap, which runs before every simple command. The first
-	# one after a prompt, outside the prompt commands, is where the command line
-	# starts. (A line that starts with a subshell is missed.)
-	__termhost_preexec() {
-		__termhost_dbg_status=$?
-		__termhost_dbg_arg=$1
-		[[ -n $__termhost_armed ]] || return 0
-		[[ -z ${COMP_LINE+x} && -z ${READLINE_LINE+x} ]] || return 0
-		((BASH_SUBSHELL == 0)) || return 0
-		case $BASH_COMMAND in __termhost_precmd*) return 0 ;; esac
-		__termhost_armed=
-		__termhost_ran=1
-		__termhost_start_marks "$BASH_COMMAND"
-		builtin printf '%s' "$__termhost_marks"
-		return 0
-	}
-
-	# A DEBUG trap the person's files set runs after ours, with $? and $_ as they
-	# were. (Read here, outside any function, where the trap is seen.)
-	if [[ -n $__termhost_scratch ]]; then
-		builtin printf '\0' 1<>"$__termhost_scratch"
-		builtin trap -p DEBUG 1<>"$__termhost_scratch"
-		IFS= builtin read -r -d '' __termhost_trap_now <"$__termhost_scratch" || :
-		__termhost_trap_now=${__termhost_trap_now%%"' DEBUG"$'\n'*}
-	else
-		__termhost_trap_now=$(builtin trap -p DEBUG)
-	fi
-	__termhost_user_trap_of "$__termhost_trap_now"
-	if [[ -n $__termhost_user_trap ]]; then
-		builtin trap "__termhost_preexec \"\$_\"; __termhost_restore \"\$__termhost_dbg_status\" \"\$__termhost_dbg_arg\"
-$__termhost_user_trap" DEBUG
-	else
-		builtin trap '__termhost_preexec "$_"; : "$__termhost_dbg_arg"' DEBUG
-	fi
 fi
 
 # PROMPT_COMMAND becomes the person's prompt commands (a string, or in bash 5.1
@@ -469,6 +443,54 @@ __termhost_precmd_last() {
 	__termhost_armed=1
 	__termhost_restore "$st"
 }
+fi
+
+# A bash of 4.4 or later is done here. What only an older one needs comes after
+# this return, so that a newer one does not parse it (bash parses every line it
+# reads, at some 600 instructions a byte: this file is a good part of a shell's
+# start).
+if [[ -z $__termhost_debug_trap || -n ${__termhost_old_installed-} ]]; then
+	if [ -n "$__termhost_aliases" ]; then
+		builtin shopt -s expand_aliases
+	fi
+	builtin unset __termhost_aliases
+	builtin return 0
+fi
+__termhost_old_installed=1
+
+# Older bash: a DEBUG trap, which runs before every simple command. The first
+# one after a prompt, outside the prompt commands, is where the command line
+# starts. (A line that starts with a subshell is missed.)
+__termhost_preexec() {
+	__termhost_dbg_status=$?
+	__termhost_dbg_arg=$1
+	[[ -n $__termhost_armed ]] || return 0
+	[[ -z ${COMP_LINE+x} && -z ${READLINE_LINE+x} ]] || return 0
+	((BASH_SUBSHELL == 0)) || return 0
+	case $BASH_COMMAND in __termhost_precmd*) return 0 ;; esac
+	__termhost_armed=
+	__termhost_ran=1
+	__termhost_start_marks "$BASH_COMMAND"
+	builtin printf '%s' "$__termhost_marks"
+	return 0
+}
+
+# A DEBUG trap the person's files set runs after ours, with $? and $_ as they
+# were. (Read here, outside any function, where the trap is seen.)
+if [[ -n $__termhost_scratch ]]; then
+	builtin printf '\0' 1<>"$__termhost_scratch"
+	builtin trap -p DEBUG 1<>"$__termhost_scratch"
+	IFS= builtin read -r -d '' __termhost_trap_now <"$__termhost_scratch" || :
+	__termhost_trap_now=${__termhost_trap_now%%"' DEBUG"$'\n'*}
+else
+	__termhost_trap_now=$(builtin trap -p DEBUG)
+fi
+__termhost_user_trap_of "$__termhost_trap_now"
+if [[ -n $__termhost_user_trap ]]; then
+	builtin trap "__termhost_preexec \"\$_\"; __termhost_restore \"\$__termhost_dbg_status\" \"\$__termhost_dbg_arg\"
+$__termhost_user_trap" DEBUG
+else
+	builtin trap '__termhost_preexec "$_"; : "$__termhost_dbg_arg"' DEBUG
 fi
 
 if [ -n "$__termhost_aliases" ]; then
