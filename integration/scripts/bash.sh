@@ -15,6 +15,10 @@
 # In <line> and <dir> a backslash is written \\, a ';' \x3b and any control
 # character \xHH. Everything defined here is named __termhost_*.
 #
+# termhost installs this file without its comment lines and blank lines (bash
+# would read them at every start): a line inside a quoted string must not begin
+# with '#', nor be empty.
+#
 # The prompt marks come from PS1, which gets A in front and B behind at every
 # prompt, and from PROMPT_COMMAND, which writes D for the command that ran and P.
 # The person's own PROMPT_COMMAND runs in between, with $? as the command left it.
