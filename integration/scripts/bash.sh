@@ -280,7 +280,11 @@ if [[ -z $__termhost_debug_trap ]]; then
 		if [[ -n $__termhost_user_trap ]] && { ((BASH_SUBSHELL == 0)) || [[ -n $__termhost_user_functrace ]]; }; then
 			__termhost_next=user
 		else
+			# Taken away here, not by the trap's own text after this returns:
+			# functrace was on when this function was called, so bash does not
+			# put the trap back when it returns.
 			__termhost_next=none
+			builtin trap - DEBUG
 		fi
 		__termhost_claim || return 0
 		__termhost_start_marks
@@ -314,15 +318,20 @@ if [[ -z $__termhost_debug_trap ]]; then
 		if [[ ($__termhost_trap_now != *__termhost_preexec* && $__termhost_trap_now != "$__termhost_trap_chained") || -z $__termhost_armed_trap ]]; then
 			__termhost_trap_chained=$__termhost_trap_now
 			__termhost_user_trap_of "$__termhost_trap_now"
-			__termhost_armed_trap='__termhost_preexec "$_"
-case $__termhost_next in user) builtin trap -- "$__termhost_user_trap" DEBUG ;; none) builtin trap - DEBUG ;; esac
-'
 			if [[ -n $__termhost_user_trap ]]; then
-				__termhost_armed_trap+='if [[ -n $__termhost_skip ]]; then : "$__termhost_dbg_arg"; else __termhost_restore "$__termhost_dbg_status" "$__termhost_dbg_arg"
+				__termhost_armed_trap='__termhost_preexec "$_"
+case $__termhost_next in user) builtin trap -- "$__termhost_user_trap" DEBUG ;; none) builtin trap - DEBUG ;; esac
+if [[ -n $__termhost_skip ]]; then : "$__termhost_dbg_arg"; else __termhost_restore "$__termhost_dbg_status" "$__termhost_dbg_arg"
 '$__termhost_user_trap'
 fi'
 			else
-				__termhost_armed_trap+=': "$__termhost_dbg_arg"'
+				# With no trap of the person's to chain, the trap is one line:
+				# bash parses a trap's text every time it runs (some 600
+				# instructions a byte). Before the line is read (__termhost_ran
+				# empty: the prompt's own commands, completion) it does nothing,
+				# and [[ leaves $_ as it was; after, the call's last argument
+				# is $_ as it was, and preexec takes the trap away itself.
+				__termhost_armed_trap='[[ -z $__termhost_ran ]] || __termhost_preexec "$_"'
 			fi
 		fi
 		if [[ -n $__termhost_tok ]]; then
@@ -393,7 +402,7 @@ __termhost_precmd() {
 		if [[ -z $__termhost_debug_trap ]]; then
 			# A line none of whose commands started (a function's definition)
 			# still ran: its E and C come now.
-			if __termhost_claim; then
+			if [[ -n $__termhost_tok ]] && __termhost_claim; then
 				__termhost_start_marks
 				builtin printf '%s' "$__termhost_marks" >&2
 			fi
