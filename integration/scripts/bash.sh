@@ -53,8 +53,8 @@ builtin unset TERMHOST_SHELL_LOGIN TERMHOST_BASH_PREEXEC
 # which proves descriptor 3 is that file; only a regular file is read, as a read
 # of a pipe or a terminal could wait. The shell moves it to a descriptor of its
 # own before the person's files run (programs it starts inherit that one) and
-# writes to it through /dev/fd, from offset 0 without truncating, each text ended
-# by a NUL. Without it (no such descriptor, no /dev/fd) the shell reads with
+# writes to it through /dev/fd (a new opening, at offset 0), truncating it first
+# (>|, which noclobber does not refuse), and reads it back to its end. Without it (no such descriptor, no /dev/fd) the shell reads with
 # `$(...)`, which forks.
 # (`command exec`, never `builtin exec`: redirections on `builtin exec` are
 # undone when it returns, all but a {var} descriptor's opening, so a descriptor it
@@ -147,24 +147,6 @@ if [ "${VSCODE_PREVENT_SHELL_HISTORY-}" = 1 ]; then
 fi
 
 
-# __termhost_capture COMMAND...: sets __termhost_out to what COMMAND (a builtin
-# or function) prints, without the trailing newlines, as $(COMMAND) would.
-__termhost_capture() {
-	if [[ -n $__termhost_scratch ]]; then
-		{ "$@" && builtin printf '\0'; } 1<>"$__termhost_scratch" || return
-		IFS= builtin read -r -d '' __termhost_out <"$__termhost_scratch" || :
-		while [[ $__termhost_out == *$'\n' ]]; do
-			__termhost_out=${__termhost_out%$'\n'}
-		done
-	else
-		__termhost_out=$("$@")
-	fi
-}
-
-__termhost_history_1() {
-	HISTTIMEFORMAT='' builtin history 1
-}
-
 # __termhost_read_line [SIMPLECOMMAND]: sets __termhost_line to the command line
 # that is about to run, read back from the history list, or unsets it when the
 # line did not enter the history and so cannot be known. A line stays out of the
@@ -179,8 +161,14 @@ __termhost_history_1() {
 __termhost_read_line() {
 	builtin unset __termhost_line
 	[[ -o history ]] || return 0
-	__termhost_capture __termhost_history_1 || return 0
-	local o=$__termhost_out i=5 n
+	if [[ -n $__termhost_scratch ]]; then
+		HISTTIMEFORMAT='' builtin history 1 >|"$__termhost_scratch" || return 0
+		IFS= builtin read -r -d '' __termhost_out <"$__termhost_scratch" || :
+	else
+		__termhost_out=$(HISTTIMEFORMAT='' builtin history 1) || return 0
+	fi
+	local o=${__termhost_out%$'\n'} i=5 n
+	while [[ $o == *$'\n' ]]; do o=${o%$'\n'}; done
 	while [[ ${o:i:1} == [0-9] ]]; do ((i++)); done
 	n=${o:0:i}
 	n=${n##*[[:space:]]}
@@ -304,11 +292,10 @@ if [[ -z $__termhost_debug_trap ]]; then
 	# does not see the trap (bash takes it away while a function runs).
 	__termhost_arm() {
 		if [[ -n $__termhost_scratch ]]; then
-			# `trap -p` wrote over the NUL __termhost_precmd_last left at the
-			# start, and ends at the first "' DEBUG" and newline: a quote
-			# inside the trap is written '\''. (It may have written over every
-			# NUL there was: read then stops at the end, and fails, which under
-			# set -e must not end the shell.)
+			# The file holds what `trap -p` printed, nothing when there is no
+			# trap; it ends at the first "' DEBUG" and newline: a quote inside
+			# the trap is written '\''. (read stops at the end of the file and
+			# fails, which under set -e must not end the shell.)
 			IFS= builtin read -r -d '' __termhost_trap_now <"$__termhost_scratch" || :
 			__termhost_trap_now=${__termhost_trap_now%%"' DEBUG"$'\n'*}
 		fi
@@ -368,7 +355,7 @@ if [[ -z $__termhost_debug_trap ]]; then
 	# (The person's trap runs before this command, and writes where it writes:
 	# the redirection is made after it.)
 	if [[ -n $__termhost_scratch ]]; then
-		__termhost_pc_last+=$'\nbuiltin trap -p DEBUG 1<>"$__termhost_scratch"'
+		__termhost_pc_last+=$'\nbuiltin trap -p DEBUG >|"$__termhost_scratch"'
 	else
 		__termhost_pc_last+=$'\n__termhost_trap_now=$(builtin trap -p DEBUG)'
 	fi
@@ -449,9 +436,6 @@ __termhost_precmd_last() {
 		__termhost_cwd=$PWD __termhost_cwd_escaped=$__termhost_escaped
 	fi
 	builtin printf '\033]633;P;Cwd=%s\007' "$__termhost_cwd_escaped"
-	if [[ -z $__termhost_debug_trap && -n $__termhost_scratch ]]; then
-		builtin printf '\0' 1<>"$__termhost_scratch"
-	fi
 	__termhost_next_hist=${HISTCMD-}
 	__termhost_armed=1
 	__termhost_restore "$st"
