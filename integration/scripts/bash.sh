@@ -410,7 +410,7 @@ __termhost_precmd() {
 		__termhost_ps1_user=${PS1-}
 	fi
 	PS1=$__termhost_ps1_user
-	__termhost_restore "$__termhost_status"
+	builtin return "$__termhost_status"
 }
 
 __termhost_precmd_last() {
@@ -438,7 +438,7 @@ __termhost_precmd_last() {
 	builtin printf '\033]633;P;Cwd=%s\007' "$__termhost_cwd_escaped"
 	__termhost_next_hist=${HISTCMD-}
 	__termhost_armed=1
-	__termhost_restore "$st"
+	builtin return "$st"
 }
 fi
 
