@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -353,7 +354,7 @@ func installScript(opts InjectOptions, src, prefix, ext string) (string, error) 
 	if path, ok := opts.Installed.lookup(dir, src, now); ok {
 		return path, nil
 	}
-	b, err := scripts.ReadFile("scripts/" + src)
+	b, err := scriptBytes(src)
 	if err != nil {
 		return "", err
 	}
@@ -382,6 +383,34 @@ func installScript(opts InjectOptions, src, prefix, ext string) (string, error) 
 	return filepath.Join(dir, name), nil
 }
 
+// scriptBytes is the script scripts/<src> as it is installed. bash's goes without
+// its comment lines and blank lines: bash reads every byte of the file it is
+// given at each start, a comment at some 200 instructions a byte, and the
+// comments are half of the file (about 1.2 million instructions a shell). Only
+// whole lines go, so a line inside a quoted string must not begin with '#'
+// (bash.sh says so at its top).
+func scriptBytes(src string) ([]byte, error) {
+	b, err := scripts.ReadFile("scripts/" + src)
+	if err != nil || src != "bash.sh" {
+		return b, err
+	}
+	return withoutCommentLines(b), nil
+}
+
+// withoutCommentLines is a shell script without the lines that are blank or hold
+// a comment alone (their first character other than a space or tab is '#').
+func withoutCommentLines(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for line := range bytes.Lines(b) {
+		t := bytes.TrimLeft(line, " \t")
+		if len(t) == 0 || t[0] == '#' || t[0] == '\n' {
+			continue
+		}
+		out = append(out, line...)
+	}
+	return out
+}
+
 // touchScript is how long after a script's time was last set it is set again, and
 // the folder swept for stale scripts.
 const touchScript = time.Hour
@@ -393,7 +422,7 @@ var scriptNames = func() map[string]string {
 	for _, sc := range []struct{ src, prefix, ext string }{
 		{"bash.sh", "bash", ".sh"}, {"fish.fish", "fish", ".fish"}, {"pwsh.ps1", "pwsh", ".ps1"},
 	} {
-		if b, err := scripts.ReadFile("scripts/" + sc.src); err == nil {
+		if b, err := scriptBytes(sc.src); err == nil {
 			names[sc.src] = contentName(sc.prefix, sc.ext, b)
 		}
 	}

@@ -649,13 +649,19 @@ var bashLines = []struct{ typed, line string }{
 // line is known), one C before its output and one D - and prints exactly what
 // it prints in the same bash, with the same startup files, without termhost's
 // integration.
-func TestShellBashLines(t *testing.T) {
+func TestShellBashLines(t *testing.T) { testShellBashLines(t, bashLineRC) }
+
+// TestShellBashLinesWithoutTrap runs the same lines for a person with no DEBUG
+// trap of their own, for whom the integration arms a shorter trap of its own.
+func TestShellBashLinesWithoutTrap(t *testing.T) { testShellBashLines(t, "PS0='[my-ps0]'\n") }
+
+func testShellBashLines(t *testing.T, rc string) {
 	t.Parallel()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash is not installed")
 	}
-	want := plainBashOutputs(t)
-	s, nonce, _ := startShellWith(t, "bash", bashLineRC, true, nil, PreventHistoryEnv+"=1")
+	want := plainBashOutputs(t, rc)
+	s, nonce, _ := startShellWith(t, "bash", rc, true, nil, PreventHistoryEnv+"=1")
 	b := s.waitEvent(0, PromptEnd)
 	for i, l := range bashLines {
 		c := s.run(b, l.typed)
@@ -691,11 +697,12 @@ func TestShellBashLines(t *testing.T) {
 	}
 }
 
-// plainBashOutputs runs bashLines in a bash without the integration and returns
-// what each printed: what comes between its PS0 and the next prompt.
-func plainBashOutputs(t *testing.T) []string {
+// plainBashOutputs runs bashLines in a bash without the integration, with rc in
+// its .bashrc, and returns what each printed: what comes between its PS0 and the
+// next prompt.
+func plainBashOutputs(t *testing.T, rc string) []string {
 	t.Helper()
-	s, _, _ := startShellWith(t, "bash", bashLineRC, false, nil)
+	s, _, _ := startShellWith(t, "bash", rc, false, nil)
 	text := func(segs []Segment) string {
 		var b strings.Builder
 		for _, sg := range segs {

@@ -91,7 +91,7 @@ func TestInjectBash(t *testing.T) {
 		if len(inj.Args) != 3 || inj.Args[0] != "--init-file" || inj.Args[2] != "-i" {
 			t.Fatalf("args = %q", inj.Args)
 		}
-		want, _ := scripts.ReadFile("scripts/bash.sh")
+		want, _ := scriptBytes("bash.sh")
 		got, err := os.ReadFile(inj.Args[1])
 		if err != nil || string(got) != string(want) {
 			t.Fatalf("the script at %s is not the bash script (%v)", inj.Args[1], err)
@@ -312,7 +312,7 @@ func TestInjectRewritesChangedScript(t *testing.T) {
 	if _, ok, err := Inject("bash", nil, InjectOptions{Nonce: "n", TempDir: tmp}); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	want, _ := scripts.ReadFile("scripts/bash.sh")
+	want, _ := scriptBytes("bash.sh")
 	if got, _ := os.ReadFile(path); string(got) != string(want) {
 		t.Errorf("the changed script was kept: %q", got)
 	}
@@ -435,5 +435,15 @@ func TestInstallRemovesStaleScripts(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("the folder holds %v, want %d files", got, len(want))
+	}
+}
+
+// bash's script is installed without its comment and blank lines, and nothing
+// else: a '#' after code, or inside a word, stays.
+func TestWithoutCommentLines(t *testing.T) {
+	in := "# head\n\nf() {\n\t# why\n\techo a # b\n\t  \n\techo '#x'\n}\n#"
+	want := "f() {\n\techo a # b\n\techo '#x'\n}\n"
+	if got := string(withoutCommentLines([]byte(in))); got != want {
+		t.Errorf("withoutCommentLines = %q, want %q", got, want)
 	}
 }

@@ -12,7 +12,7 @@ func TestInstalledScriptRemovedOrChanged(t *testing.T) {
 	tmp := t.TempDir()
 	var in Installed
 	opts := InjectOptions{Nonce: "n", TempDir: tmp, Installed: &in}
-	want, _ := scripts.ReadFile("scripts/bash.sh")
+	want, _ := scriptBytes("bash.sh")
 	inject := func(step string) string {
 		t.Helper()
 		inj, ok, err := Inject("bash", nil, opts)

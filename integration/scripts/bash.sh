@@ -15,6 +15,10 @@
 # In <line> and <dir> a backslash is written \\, a ';' \x3b and any control
 # character \xHH. Everything defined here is named __termhost_*.
 #
+# termhost installs this file without its comment lines and blank lines (bash
+# would read them at every start): a line inside a quoted string must not begin
+# with '#', nor be empty.
+#
 # The prompt marks come from PS1, which gets A in front and B behind at every
 # prompt, and from PROMPT_COMMAND, which writes D for the command that ran and P.
 # The person's own PROMPT_COMMAND runs in between, with $? as the command left it.
@@ -49,8 +53,8 @@ builtin unset TERMHOST_SHELL_LOGIN TERMHOST_BASH_PREEXEC
 # which proves descriptor 3 is that file; only a regular file is read, as a read
 # of a pipe or a terminal could wait. The shell moves it to a descriptor of its
 # own before the person's files run (programs it starts inherit that one) and
-# writes to it through /dev/fd, from offset 0 without truncating, each text ended
-# by a NUL. Without it (no such descriptor, no /dev/fd) the shell reads with
+# writes to it through /dev/fd (a new opening, at offset 0), truncating it first
+# (>|, which noclobber does not refuse), and reads it back to its end. Without it (no such descriptor, no /dev/fd) the shell reads with
 # `$(...)`, which forks.
 # (`command exec`, never `builtin exec`: redirections on `builtin exec` are
 # undone when it returns, all but a {var} descriptor's opening, so a descriptor it
@@ -143,24 +147,6 @@ if [ "${VSCODE_PREVENT_SHELL_HISTORY-}" = 1 ]; then
 fi
 
 
-# __termhost_capture COMMAND...: sets __termhost_out to what COMMAND (a builtin
-# or function) prints, without the trailing newlines, as $(COMMAND) would.
-__termhost_capture() {
-	if [[ -n $__termhost_scratch ]]; then
-		{ "$@" && builtin printf '\0'; } 1<>"$__termhost_scratch" || return
-		IFS= builtin read -r -d '' __termhost_out <"$__termhost_scratch" || :
-		while [[ $__termhost_out == *$'\n' ]]; do
-			__termhost_out=${__termhost_out%$'\n'}
-		done
-	else
-		__termhost_out=$("$@")
-	fi
-}
-
-__termhost_history_1() {
-	HISTTIMEFORMAT='' builtin history 1
-}
-
 # __termhost_read_line [SIMPLECOMMAND]: sets __termhost_line to the command line
 # that is about to run, read back from the history list, or unsets it when the
 # line did not enter the history and so cannot be known. A line stays out of the
@@ -168,20 +154,33 @@ __termhost_history_1() {
 # ignoredups leaves the newest entry the same line, so the newest entry is taken
 # when nothing else could have kept the line out, or when it is exactly
 # SIMPLECOMMAND, the command about to run.
-__termhost_hist_re='^[[:space:]]*([0-9]+)[* ] (.*)$'
+# `history 1` prints the entry's number right-aligned in five columns or more,
+# a '*' or a space, a space and the line. It is taken apart by offsets, not with
+# =~, which compiles its regular expression at every use (about 0.4 million
+# instructions in a UTF-8 locale, more than the rest of a line's marks).
 __termhost_read_line() {
 	builtin unset __termhost_line
 	[[ -o history ]] || return 0
-	__termhost_capture __termhost_history_1 || return 0
-	[[ $__termhost_out =~ $__termhost_hist_re ]] || return 0
-	if [[ ${BASH_REMATCH[1]} != "$__termhost_next_hist" ]]; then
+	if [[ -n $__termhost_scratch ]]; then
+		HISTTIMEFORMAT='' builtin history 1 >|"$__termhost_scratch" || return 0
+		IFS= builtin read -r -d '' __termhost_out <"$__termhost_scratch" || :
+	else
+		__termhost_out=$(HISTTIMEFORMAT='' builtin history 1) || return 0
+	fi
+	local o=${__termhost_out%$'\n'} i=5 n
+	while [[ $o == *$'\n' ]]; do o=${o%$'\n'}; done
+	while [[ ${o:i:1} == [0-9] ]]; do ((i++)); done
+	n=${o:0:i}
+	n=${n##*[[:space:]]}
+	[[ -n $n && $n != *[!0-9]* && ${o:i:2} == [\ *]\  ]] || return 0
+	if [[ $n != "$__termhost_next_hist" ]]; then
 		if [[ -n ${1-} ]]; then
-			[[ ${BASH_REMATCH[2]} == "$1" ]] || return 0
+			[[ ${o:i+2} == "$1" ]] || return 0
 		else
 			[[ ${HISTCONTROL-} != *ignorespace* && ${HISTCONTROL-} != *ignoreboth* && -z ${HISTIGNORE-} ]] || return 0
 		fi
 	fi
-	__termhost_line=${BASH_REMATCH[2]}
+	__termhost_line=${o:i+2}
 }
 
 # __termhost_start_marks [SIMPLECOMMAND]: sets __termhost_marks to the E mark of
@@ -269,7 +268,11 @@ if [[ -z $__termhost_debug_trap ]]; then
 		if [[ -n $__termhost_user_trap ]] && { ((BASH_SUBSHELL == 0)) || [[ -n $__termhost_user_functrace ]]; }; then
 			__termhost_next=user
 		else
+			# Taken away here, not by the trap's own text after this returns:
+			# functrace was on when this function was called, so bash does not
+			# put the trap back when it returns.
 			__termhost_next=none
+			builtin trap - DEBUG
 		fi
 		__termhost_claim || return 0
 		__termhost_start_marks
@@ -289,11 +292,10 @@ if [[ -z $__termhost_debug_trap ]]; then
 	# does not see the trap (bash takes it away while a function runs).
 	__termhost_arm() {
 		if [[ -n $__termhost_scratch ]]; then
-			# `trap -p` wrote over the NUL __termhost_precmd_last left at the
-			# start, and ends at the first "' DEBUG" and newline: a quote
-			# inside the trap is written '\''. (It may have written over every
-			# NUL there was: read then stops at the end, and fails, which under
-			# set -e must not end the shell.)
+			# The file holds what `trap -p` printed, nothing when there is no
+			# trap; it ends at the first "' DEBUG" and newline: a quote inside
+			# the trap is written '\''. (read stops at the end of the file and
+			# fails, which under set -e must not end the shell.)
 			IFS= builtin read -r -d '' __termhost_trap_now <"$__termhost_scratch" || :
 			__termhost_trap_now=${__termhost_trap_now%%"' DEBUG"$'\n'*}
 		fi
@@ -303,15 +305,20 @@ if [[ -z $__termhost_debug_trap ]]; then
 		if [[ ($__termhost_trap_now != *__termhost_preexec* && $__termhost_trap_now != "$__termhost_trap_chained") || -z $__termhost_armed_trap ]]; then
 			__termhost_trap_chained=$__termhost_trap_now
 			__termhost_user_trap_of "$__termhost_trap_now"
-			__termhost_armed_trap='__termhost_preexec "$_"
-case $__termhost_next in user) builtin trap -- "$__termhost_user_trap" DEBUG ;; none) builtin trap - DEBUG ;; esac
-'
 			if [[ -n $__termhost_user_trap ]]; then
-				__termhost_armed_trap+='if [[ -n $__termhost_skip ]]; then : "$__termhost_dbg_arg"; else __termhost_restore "$__termhost_dbg_status" "$__termhost_dbg_arg"
+				__termhost_armed_trap='__termhost_preexec "$_"
+case $__termhost_next in user) builtin trap -- "$__termhost_user_trap" DEBUG ;; none) builtin trap - DEBUG ;; esac
+if [[ -n $__termhost_skip ]]; then : "$__termhost_dbg_arg"; else __termhost_restore "$__termhost_dbg_status" "$__termhost_dbg_arg"
 '$__termhost_user_trap'
 fi'
 			else
-				__termhost_armed_trap+=': "$__termhost_dbg_arg"'
+				# With no trap of the person's to chain, the trap is one line:
+				# bash parses a trap's text every time it runs (some 600
+				# instructions a byte). Before the line is read (__termhost_ran
+				# empty: the prompt's own commands, completion) it does nothing,
+				# and [[ leaves $_ as it was; after, the call's last argument
+				# is $_ as it was, and preexec takes the trap away itself.
+				__termhost_armed_trap='[[ -z $__termhost_ran ]] || __termhost_preexec "$_"'
 			fi
 		fi
 		if [[ -n $__termhost_tok ]]; then
@@ -326,46 +333,13 @@ fi'
 			builtin set -T
 		fi
 		builtin trap -- "$__termhost_armed_trap" DEBUG
-		__termhost_restore "$__termhost_pc_status"
+		# The trap runs before every command from here on (functrace is on):
+		# one `return`, not a call of __termhost_restore and its return.
+		builtin return "$__termhost_pc_status"
 	}
 	__termhost_armed_trap=
 	__termhost_trap_now=
 	__termhost_trap_chained=
-else
-	# Older bash: a DEBUG trap, which runs before every simple command. The first
-	# one after a prompt, outside the prompt commands, is where the command line
-	# starts. (A line that starts with a subshell is missed.)
-	__termhost_preexec() {
-		__termhost_dbg_status=$?
-		__termhost_dbg_arg=$1
-		[[ -n $__termhost_armed ]] || return 0
-		[[ -z ${COMP_LINE+x} && -z ${READLINE_LINE+x} ]] || return 0
-		((BASH_SUBSHELL == 0)) || return 0
-		case $BASH_COMMAND in __termhost_precmd*) return 0 ;; esac
-		__termhost_armed=
-		__termhost_ran=1
-		__termhost_start_marks "$BASH_COMMAND"
-		builtin printf '%s' "$__termhost_marks"
-		return 0
-	}
-
-	# A DEBUG trap the person's files set runs after ours, with $? and $_ as they
-	# were. (Read here, outside any function, where the trap is seen.)
-	if [[ -n $__termhost_scratch ]]; then
-		builtin printf '\0' 1<>"$__termhost_scratch"
-		builtin trap -p DEBUG 1<>"$__termhost_scratch"
-		IFS= builtin read -r -d '' __termhost_trap_now <"$__termhost_scratch" || :
-		__termhost_trap_now=${__termhost_trap_now%%"' DEBUG"$'\n'*}
-	else
-		__termhost_trap_now=$(builtin trap -p DEBUG)
-	fi
-	__termhost_user_trap_of "$__termhost_trap_now"
-	if [[ -n $__termhost_user_trap ]]; then
-		builtin trap "__termhost_preexec \"\$_\"; __termhost_restore \"\$__termhost_dbg_status\" \"\$__termhost_dbg_arg\"
-$__termhost_user_trap" DEBUG
-	else
-		builtin trap '__termhost_preexec "$_"; : "$__termhost_dbg_arg"' DEBUG
-	fi
 fi
 
 # PROMPT_COMMAND becomes the person's prompt commands (a string, or in bash 5.1
@@ -381,7 +355,7 @@ if [[ -z $__termhost_debug_trap ]]; then
 	# (The person's trap runs before this command, and writes where it writes:
 	# the redirection is made after it.)
 	if [[ -n $__termhost_scratch ]]; then
-		__termhost_pc_last+=$'\nbuiltin trap -p DEBUG 1<>"$__termhost_scratch"'
+		__termhost_pc_last+=$'\nbuiltin trap -p DEBUG >|"$__termhost_scratch"'
 	else
 		__termhost_pc_last+=$'\n__termhost_trap_now=$(builtin trap -p DEBUG)'
 	fi
@@ -415,7 +389,7 @@ __termhost_precmd() {
 		if [[ -z $__termhost_debug_trap ]]; then
 			# A line none of whose commands started (a function's definition)
 			# still ran: its E and C come now.
-			if __termhost_claim; then
+			if [[ -n $__termhost_tok ]] && __termhost_claim; then
 				__termhost_start_marks
 				builtin printf '%s' "$__termhost_marks" >&2
 			fi
@@ -436,7 +410,7 @@ __termhost_precmd() {
 		__termhost_ps1_user=${PS1-}
 	fi
 	PS1=$__termhost_ps1_user
-	__termhost_restore "$__termhost_status"
+	builtin return "$__termhost_status"
 }
 
 __termhost_precmd_last() {
@@ -462,13 +436,58 @@ __termhost_precmd_last() {
 		__termhost_cwd=$PWD __termhost_cwd_escaped=$__termhost_escaped
 	fi
 	builtin printf '\033]633;P;Cwd=%s\007' "$__termhost_cwd_escaped"
-	if [[ -z $__termhost_debug_trap && -n $__termhost_scratch ]]; then
-		builtin printf '\0' 1<>"$__termhost_scratch"
-	fi
 	__termhost_next_hist=${HISTCMD-}
 	__termhost_armed=1
-	__termhost_restore "$st"
+	builtin return "$st"
 }
+fi
+
+# A bash of 4.4 or later is done here. What only an older one needs comes after
+# this return, so that a newer one does not parse it (bash parses every line it
+# reads, at some 600 instructions a byte: this file is a good part of a shell's
+# start).
+if [[ -z $__termhost_debug_trap || -n ${__termhost_old_installed-} ]]; then
+	if [ -n "$__termhost_aliases" ]; then
+		builtin shopt -s expand_aliases
+	fi
+	builtin unset __termhost_aliases
+	builtin return 0
+fi
+__termhost_old_installed=1
+
+# Older bash: a DEBUG trap, which runs before every simple command. The first
+# one after a prompt, outside the prompt commands, is where the command line
+# starts. (A line that starts with a subshell is missed.)
+__termhost_preexec() {
+	__termhost_dbg_status=$?
+	__termhost_dbg_arg=$1
+	[[ -n $__termhost_armed ]] || return 0
+	[[ -z ${COMP_LINE+x} && -z ${READLINE_LINE+x} ]] || return 0
+	((BASH_SUBSHELL == 0)) || return 0
+	case $BASH_COMMAND in __termhost_precmd*) return 0 ;; esac
+	__termhost_armed=
+	__termhost_ran=1
+	__termhost_start_marks "$BASH_COMMAND"
+	builtin printf '%s' "$__termhost_marks"
+	return 0
+}
+
+# A DEBUG trap the person's files set runs after ours, with $? and $_ as they
+# were. (Read here, outside any function, where the trap is seen.)
+if [[ -n $__termhost_scratch ]]; then
+	builtin printf '\0' 1<>"$__termhost_scratch"
+	builtin trap -p DEBUG 1<>"$__termhost_scratch"
+	IFS= builtin read -r -d '' __termhost_trap_now <"$__termhost_scratch" || :
+	__termhost_trap_now=${__termhost_trap_now%%"' DEBUG"$'\n'*}
+else
+	__termhost_trap_now=$(builtin trap -p DEBUG)
+fi
+__termhost_user_trap_of "$__termhost_trap_now"
+if [[ -n $__termhost_user_trap ]]; then
+	builtin trap "__termhost_preexec \"\$_\"; __termhost_restore \"\$__termhost_dbg_status\" \"\$__termhost_dbg_arg\"
+$__termhost_user_trap" DEBUG
+else
+	builtin trap '__termhost_preexec "$_"; : "$__termhost_dbg_arg"' DEBUG
 fi
 
 if [ -n "$__termhost_aliases" ]; then
