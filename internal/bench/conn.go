@@ -193,6 +193,49 @@ type streamEnd struct {
 	Err         error
 }
 
+// initializeAnswer reads a frame while a stream waits for its initialize's answer
+// (id 1): whether this is it, and the host's error if it refused.
+func initializeAnswer(frame []byte) (answered bool, err error) {
+	var r struct {
+		ID    json.RawMessage `json:"id"`
+		Error *messages.Error `json:"error"`
+	}
+	if json.Unmarshal(frame, &r) != nil || string(r.ID) != "1" {
+		return false, nil
+	}
+	if r.Error != nil {
+		return true, fmt.Errorf("bench: initialize: %w", r.Error)
+	}
+	return true, nil
+}
+
+// countOther takes a frame the fast path did not: a terminal/data of channel counts
+// its decoded bytes, and a terminal/exited of it ends the stream (true). Anything
+// else (another channel, a rejection, a frame that is not an action) is passed by.
+func (end *streamEnd) countOther(frame []byte, channel string) (exited bool) {
+	var f struct {
+		Method string `json:"method"`
+		Params struct {
+			Channel         string          `json:"channel"`
+			Action          messages.Action `json:"action"`
+			RejectionReason string          `json:"rejectionReason"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(frame, &f) != nil || f.Method != "action" || f.Params.Channel != channel || f.Params.RejectionReason != "" {
+		return false
+	}
+	switch f.Params.Action.Type {
+	case messages.TerminalData:
+		if f.Params.Action.Data != nil {
+			end.Bytes += int64(len(*f.Params.Action.Data))
+		}
+	case messages.TerminalExited:
+		end.Exited = true
+		return true
+	}
+	return false
+}
+
 func dialStream(ctx context.Context, t target, clientID, channel string) (*stream, error) {
 	u, err := t.dialURL()
 	if err != nil {
@@ -227,18 +270,14 @@ func dialStream(ctx context.Context, t target, clientID, channel string) (*strea
 			_ = ws.CloseNow()
 			return nil, fmt.Errorf("bench: initialize: %w", err)
 		}
-		var r struct {
-			ID    json.RawMessage `json:"id"`
-			Error *messages.Error `json:"error"`
-		}
-		if json.Unmarshal(frame, &r) != nil || string(r.ID) != "1" {
-			continue
-		}
-		if r.Error != nil {
+		answered, err := initializeAnswer(frame)
+		if err != nil {
 			_ = ws.CloseNow()
-			return nil, fmt.Errorf("bench: initialize: %w", r.Error)
+			return nil, err
 		}
-		return s, nil
+		if answered {
+			return s, nil
+		}
 	}
 }
 
@@ -280,24 +319,7 @@ func (s *stream) drain(ctx context.Context, onData func(total int64)) streamEnd 
 				continue
 			}
 		}
-		var f struct {
-			Method string `json:"method"`
-			Params struct {
-				Channel         string          `json:"channel"`
-				Action          messages.Action `json:"action"`
-				RejectionReason string          `json:"rejectionReason"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(frame, &f) != nil || f.Method != "action" || f.Params.Channel != s.channel || f.Params.RejectionReason != "" {
-			continue
-		}
-		switch f.Params.Action.Type {
-		case messages.TerminalData:
-			if f.Params.Action.Data != nil {
-				end.Bytes += int64(len(*f.Params.Action.Data))
-			}
-		case messages.TerminalExited:
-			end.Exited = true
+		if end.countOther(frame, s.channel) {
 			return end
 		}
 	}

@@ -98,18 +98,14 @@ func dialCounter(ctx context.Context, t target, clientID, channel string) (*coun
 			_ = conn.Close()
 			return nil, fmt.Errorf("bench: initialize: %w", ctxErr(ctx, err))
 		}
-		var r struct {
-			ID    json.RawMessage `json:"id"`
-			Error *messages.Error `json:"error"`
-		}
-		if json.Unmarshal(frame, &r) != nil || string(r.ID) != "1" {
-			continue
-		}
-		if r.Error != nil {
+		answered, err := initializeAnswer(frame)
+		if err != nil {
 			_ = conn.Close()
-			return nil, fmt.Errorf("bench: initialize: %w", r.Error)
+			return nil, err
 		}
-		return c, nil
+		if answered {
+			return c, nil
+		}
 	}
 }
 
@@ -173,24 +169,7 @@ func (c *counter) drain(ctx context.Context, onData func(total int64)) streamEnd
 			}
 			continue
 		}
-		var f struct {
-			Method string `json:"method"`
-			Params struct {
-				Channel         string          `json:"channel"`
-				Action          messages.Action `json:"action"`
-				RejectionReason string          `json:"rejectionReason"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(frame, &f) != nil || f.Method != "action" || f.Params.Channel != c.channel || f.Params.RejectionReason != "" {
-			continue
-		}
-		switch f.Params.Action.Type {
-		case messages.TerminalData:
-			if f.Params.Action.Data != nil {
-				end.Bytes += int64(len(*f.Params.Action.Data))
-			}
-		case messages.TerminalExited:
-			end.Exited = true
+		if end.countOther(frame, c.channel) {
 			return end
 		}
 	}
