@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/termhost/termhost/persistence"
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -707,12 +708,13 @@ func (s *Store) Authenticate(token string) (Principal, bool) {
 // when it was last changed.
 type fileKey struct {
 	dev, ino, size uint64
-	mtime, ctime   syscall.Timespec
+	mtime, ctime   unix.Timespec
 }
 
 func statKey(path string, k *fileKey) bool {
-	var st syscall.Stat_t
-	if syscall.Stat(path, &st) != nil {
+	// x/sys/unix names the times alike on every Unix (syscall's Stat_t does not).
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
 		return false
 	}
 	*k = fileKey{dev: uint64(st.Dev), ino: st.Ino, size: uint64(st.Size), mtime: st.Mtim, ctime: st.Ctim}

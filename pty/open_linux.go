@@ -3,7 +3,6 @@ package pty
 import (
 	"os"
 
-	cpty "github.com/creack/pty"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,18 +28,4 @@ func openPty() (master, tty *os.File, err error) {
 		return openPtyPortable()
 	}
 	return os.NewFile(uintptr(m), "/dev/ptmx"), os.NewFile(s, "/dev/pts"), nil
-}
-
-// openPtyPortable is creack/pty's open, its master made pollable.
-func openPtyPortable() (master, tty *os.File, err error) {
-	master, tty, err = cpty.Open()
-	if err != nil {
-		return nil, nil, err
-	}
-	master, err = pollable(master)
-	if err != nil {
-		_ = tty.Close()
-		return nil, nil, err
-	}
-	return master, tty, nil
 }

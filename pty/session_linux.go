@@ -402,3 +402,17 @@ func signalMembers(ms []member, sig syscall.Signal) {
 		}
 	}
 }
+
+// stillAlive is the members that have not ended. A zombie has: under an init
+// that does not reap what it is handed, it would otherwise hold Terminate for
+// the whole grace.
+func stillAlive(ms []member) []member {
+	var out []member
+	var buf [statBufSize]byte
+	for _, m := range ms {
+		if st, ok := statInto(m.pid, buf[:]); ok && st.start == m.start && st.state != 'Z' {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -57,7 +57,7 @@ func (c *corkConn) room(n int) bool {
 	}
 	ok := false
 	_ = c.raw.Control(func(fd uintptr) {
-		queued, err := unix.IoctlGetInt(int(fd), unix.SIOCOUTQ)
+		queued, err := unsentBytes(int(fd))
 		if err != nil {
 			return
 		}
