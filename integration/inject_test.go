@@ -2,6 +2,7 @@ package integration
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -445,5 +446,48 @@ func TestWithoutCommentLines(t *testing.T) {
 	want := "f() {\n\techo a # b\n\techo '#x'\n}\n"
 	if got := string(withoutCommentLines([]byte(in))); got != want {
 		t.Errorf("withoutCommentLines = %q, want %q", got, want)
+	}
+}
+
+// TestInstalledBashDefinesTheSame guards the rule bash.sh states at its top (no line
+// inside a quoted string may begin with '#' or be blank): sourced by bash, the
+// installed script, stripped of its comment lines, defines exactly the functions
+// and their bodies that the script as written does (bash prints bodies without
+// comments, so only a change of meaning shows).
+func TestInstalledBashDefinesTheSame(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash on this machine")
+	}
+	whole, err := scripts.ReadFile("scripts/bash.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stripped, err := scriptBytes("bash.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stripped) >= len(whole) {
+		t.Fatalf("the installed script (%d bytes) is not smaller than bash.sh (%d)", len(stripped), len(whole))
+	}
+	defined := func(script []byte) string {
+		path := filepath.Join(t.TempDir(), "bash.sh")
+		if err := os.WriteFile(path, script, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bash, "--norc", "--noprofile", "-c", `source "$1" >/dev/null 2>&1; declare -f`, "bash", path)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("bash sourcing %s: %v", path, err)
+		}
+		return string(out)
+	}
+	want, got := defined(whole), defined(stripped)
+	if !strings.Contains(want, "__termhost_") {
+		t.Fatalf("sourcing bash.sh defined no __termhost_ function:\n%s", want)
+	}
+	if got != want {
+		t.Errorf("the installed script defines other functions than bash.sh does\ninstalled:\n%s\nbash.sh:\n%s", got, want)
 	}
 }
