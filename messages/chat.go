@@ -123,6 +123,35 @@ func (s ChatState) TerminalContent(toolCallID, uri string) (TerminalContent, boo
 	return tc, true
 }
 
+// TurnIDs are the ids of the completed turns the chat holds, oldest first.
+func (s ChatState) TurnIDs() []string {
+	turns := object(s).list("turns")
+	ids := make([]string, len(turns))
+	for i, t := range turns {
+		ids[i] = asObject(t).str("id")
+	}
+	return ids
+}
+
+// DropOldestTurns takes the n oldest completed turns out of the chat, as the host
+// does with turns a store keeps once no client is shown them, and sets the cursor
+// that pages them back in ("" for none).
+func (s ChatState) DropOldestTurns(n int, cursor string) {
+	st := object(s)
+	turns := st.list("turns")
+	n = min(max(n, 0), len(turns))
+	st["turns"] = append([]any(nil), turns[n:]...)
+	s.setTurnsCursor(cursor)
+}
+
+func (s ChatState) setTurnsCursor(cursor string) {
+	if cursor == "" {
+		delete(s, "turnsNextCursor")
+		return
+	}
+	s["turnsNextCursor"] = cursor
+}
+
 // Clone is a deep copy, for a snapshot encoded while the chat goes on changing.
 func (s ChatState) Clone() ChatState {
 	c, _ := cloneJSON(s).(map[string]any)
@@ -219,6 +248,10 @@ func ReduceChat(state ChatState, action map[string]any) {
 	case ChatWorkingDirectoryRemoved:
 		object(s).removeMember("workingDirectories", a["directory"])
 
+	// History paged in (fetchTurns).
+	case ChatTurnsLoaded:
+		s.turnsLoaded(a)
+
 	// Background work (0.9.0).
 	case ChatBackgroundWorkSet:
 		s.backgroundWorkSet(a)
@@ -253,6 +286,32 @@ func (s ChatState) turnStarted(a object) {
 			delete(st, "steeringMessage")
 		}
 		s.removeQueued(id)
+	}
+}
+
+// turnsLoaded puts the action's turns ahead of the chat's, leaving out any the chat
+// already holds (as the reference reducer does: two subscribers' fetches may load
+// the same page), and takes its cursor, or drops the cursor when it has none.
+func (s ChatState) turnsLoaded(a object) {
+	st := object(s)
+	have := st.list("turns")
+	held := make(map[string]bool, len(have))
+	for _, t := range have {
+		held[asObject(t).str("id")] = true
+	}
+	loaded := a.list("turns")
+	turns := make([]any, 0, len(loaded)+len(have))
+	for _, t := range loaded {
+		if id, ok := asObject(t)["id"].(string); ok && held[id] {
+			continue
+		}
+		turns = append(turns, t)
+	}
+	st["turns"] = append(turns, have...)
+	if cursor, ok := a["turnsNextCursor"].(string); ok {
+		s.setTurnsCursor(cursor)
+	} else {
+		delete(st, "turnsNextCursor")
 	}
 }
 

@@ -31,6 +31,7 @@ const (
 	ChatDraftChanged            = "chat/draftChanged"
 	ChatWorkingDirectorySet     = "chat/workingDirectorySet"
 	ChatWorkingDirectoryRemoved = "chat/workingDirectoryRemoved"
+	ChatTurnsLoaded             = "chat/turnsLoaded"
 )
 
 // Pending message kinds (chat/pendingMessageSet and chat/pendingMessageRemoved).
@@ -285,6 +286,24 @@ func (ChatToolCallContentChangedAction) ChatActionType() string { return ChatToo
 func (ChatToolCallCompleteAction) ChatActionType() string       { return ChatToolCallComplete }
 func (ChatPendingMessageSetAction) ChatActionType() string      { return ChatPendingMessageSet }
 func (ChatPendingMessageRemovedAction) ChatActionType() string  { return ChatPendingMessageRemoved }
+
+// ChatTurnsLoadedAction puts older completed turns, oldest first, ahead of those a
+// chat's state holds: what a fetchTurns asked for, or what a subscribe needed.
+// TurnsNextCursor is the cursor of the page before these; "" when none is left.
+type ChatTurnsLoadedAction struct {
+	Turns           []Turn `json:"turns"`
+	TurnsNextCursor string `json:"turnsNextCursor,omitempty"`
+}
+
+func (a ChatTurnsLoadedAction) MarshalJSON() ([]byte, error) {
+	type fields ChatTurnsLoadedAction
+	if a.Turns == nil {
+		a.Turns = []Turn{}
+	}
+	return withMember("type", ChatTurnsLoaded, fields(a))
+}
+
+func (ChatTurnsLoadedAction) ChatActionType() string { return ChatTurnsLoaded }
 
 // Turn is a finished turn whose response is one tool call (state.schema.json Turn),
 // as the host rebuilds a `!` command's turn from what it kept.

@@ -613,3 +613,47 @@ func chatState() map[string]any {
 		"turns":      []any{},
 	}
 }
+
+// A page of older turns goes ahead of those the chat holds, without the ones it
+// already has, and its cursor replaces the chat's; a page without one clears it.
+func TestChatTurnsLoaded(t *testing.T) {
+	r := newChatRun(t)
+	st := chatState()
+	turn := func(id string) string {
+		return `{"id":"` + id + `","startedAt":"2026-10-01T10:00:00.000Z","message":{"text":"!` + id + `","origin":{"kind":"user"}},"responseParts":[],"state":"complete"}`
+	}
+	st["turns"] = []any{generic(t, []byte(turn("t3"))), generic(t, []byte(turn("t4")))}
+	st["turnsNextCursor"] = "c3"
+	r.fold(st, `{"type":"chat/turnsLoaded","turns":[`+turn("t2")+`,`+turn("t3")+`],"turnsNextCursor":"c2"}`)
+	ids := messages.ChatState(st).TurnIDs()
+	if got := strings.Join(ids, ","); got != "t2,t3,t4" {
+		t.Errorf("turns after a page = %s, want t2,t3,t4", got)
+	}
+	r.expect(st, "turnsNextCursor", `"c2"`)
+	r.expect(st, "turns.0", turn("t2"))
+	r.validateState(st)
+
+	r.fold(st, `{"type":"chat/turnsLoaded","turns":[`+turn("t1")+`]}`)
+	if got := strings.Join(messages.ChatState(st).TurnIDs(), ","); got != "t1,t2,t3,t4" {
+		t.Errorf("turns after the last page = %s, want t1,t2,t3,t4", got)
+	}
+	r.expect(st, "turnsNextCursor", ``)
+
+	// What the host builds is the same action.
+	raw, err := json.Marshal(messages.ChatTurnsLoadedAction{TurnsNextCursor: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.validate(chatDecode(t, raw, false))
+	if want := `{"type":"chat/turnsLoaded","turns":[],"turnsNextCursor":"c"}`; string(raw) != want {
+		t.Errorf("empty page encodes as %s, want %s", raw, want)
+	}
+
+	// The host drops what it holds of its oldest turns, and the cursor pages them in.
+	messages.ChatState(st).DropOldestTurns(3, "c3")
+	if got := strings.Join(messages.ChatState(st).TurnIDs(), ","); got != "t4" {
+		t.Errorf("turns after dropping three = %s, want t4", got)
+	}
+	r.expect(st, "turnsNextCursor", `"c3"`)
+	r.validateState(st)
+}

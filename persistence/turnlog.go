@@ -84,8 +84,10 @@ type turnLogScan struct {
 
 // readTurnLog reads a chat's log. A log that is not there is ErrNotFound; one whose
 // header is not this chat's, or that holds a bad line before a good one, wraps
-// ErrCorrupt. seed hashes the ids for the scan's turnLog.
-func readTurnLog(path, chat string, seed maphash.Seed) (turnLogScan, error) {
+// ErrCorrupt. seed hashes the ids for the scan's turnLog. With want, only the turns
+// whose ids it wants are decoded and returned (the scan's turnLog is then not the
+// whole log's): a page of a long chat costs a read of its log, not a decode of it.
+func readTurnLog(path, chat string, seed maphash.Seed, want map[string]bool) (turnLogScan, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return turnLogScan{}, ErrNotFound
@@ -125,6 +127,12 @@ func readTurnLog(path, chat string, seed maphash.Seed) (turnLogScan, error) {
 			sc.log.size = offset
 			continue
 		}
+		if want != nil {
+			if id, ok := lineID(line); ok && !want[string(id)] {
+				sc.log.size = offset
+				continue
+			}
+		}
 		var t LocalTurn
 		if json.Unmarshal(line, &t) != nil || t.validate() != nil {
 			if badAt < 0 {
@@ -134,6 +142,10 @@ func readTurnLog(path, chat string, seed maphash.Seed) (turnLogScan, error) {
 		}
 		if badAt >= 0 {
 			return turnLogScan{}, corrupt(path, "a line at byte %d does not parse, and lines after it do", badAt)
+		}
+		if want != nil && !want[t.ID] {
+			sc.log.size = offset
+			continue
 		}
 		size := int64(len(line))
 		h := maphash.String(seed, t.ID)
@@ -153,6 +165,21 @@ func readTurnLog(path, chat string, seed maphash.Seed) (turnLogScan, error) {
 		return turnLogScan{}, corrupt(path, "no header line")
 	}
 	return sc, nil
+}
+
+// lineID reads the id a turn's line begins with, as turnLine writes it
+// ({"id":"...",...), without decoding the line; ok is false for a line that does not
+// begin so, or whose id holds an escape, which is then decoded whole.
+func lineID(line []byte) (id []byte, ok bool) {
+	rest, ok := bytes.CutPrefix(line, []byte(`{"id":"`))
+	if !ok {
+		return nil, false
+	}
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return nil, false
+	}
+	return rest[:end], true
 }
 
 var errLineTooLong = errors.New("line too long")
@@ -221,7 +248,7 @@ func (s *Store) openTurnLogLocked(session, chat string) (*turnLog, error) {
 	cdir := s.chatDir(session, chat)
 	path := filepath.Join(cdir, turnsLogFile)
 	legacy := filepath.Join(cdir, turnsFile)
-	sc, err := readTurnLog(path, chat, s.seed)
+	sc, err := readTurnLog(path, chat, s.seed, nil)
 	migrate := false
 	switch {
 	case errors.Is(err, ErrNotFound):

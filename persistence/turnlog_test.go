@@ -130,6 +130,17 @@ func TestTwentyThousandTurnsComeBackAfterARestart(t *testing.T) {
 	if _, kept := MergeTurns(nil, got); len(kept) != total {
 		t.Fatalf("MergeTurns keeps %d of %d turns", len(kept), total)
 	}
+	// A page of them, as a chat brings back turns it let go of: those asked for, in
+	// the order they ran, whatever order they are asked in; an id not kept is left out.
+	page, err := again.TurnsWithIDs(sess, chat, []string{"turn-19999", "turn-7", "turn-8", "no-such-turn", "turn-9"})
+	if err != nil || len(page) != 4 {
+		t.Fatalf("a page of 4 kept turns: %d turns, %v", len(page), err)
+	}
+	for i, n := range []int{7, 8, 9, 19999} {
+		if want := commandTurn(n); page[i].ID != want.ID || page[i].Text != want.Text || !jsonEqual(page[i].Result, want.Result) {
+			t.Fatalf("page turn %d is %+v, want %+v", i, page[i], want)
+		}
+	}
 	recs, _ := again.Sessions()
 	if len(recs) != 1 || !recs[0].LastEnd.Equal(commandTurn(total-1).EndedAt) {
 		t.Fatalf("Sessions = %+v", recs)
@@ -345,5 +356,45 @@ func TestLogChangedUnderTheStoreIsReadAgain(t *testing.T) {
 	got, err := s.Turns(sess, chat)
 	if err != nil || len(got) != 4 || got[2].ID != "turn-2" || got[3].ID != "turn-3" {
 		t.Fatalf("turns: %+v, %v", got, err)
+	}
+}
+
+// A page of turns holds each turn as it was kept last, where it first stood, and
+// nothing of a torn tail; an id written with an escape is found too.
+func TestTurnsWithIDsReadsTheNewestLine(t *testing.T) {
+	s := openTemp(t)
+	const sess, chat = "ahp-session:/page", "ahp-chat:/page"
+	odd := commandTurn(2)
+	odd.ID = "turn-\"quoted\"-2"
+	for _, turn := range []LocalTurn{commandTurn(0), commandTurn(1), odd} {
+		if err := s.AppendTurn(sess, chat, turn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := commandTurn(0)
+	again.Text = "!echo again"
+	if err := s.AppendTurn(sess, chat, again); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(s.chatDir(sess, chat), turnsLogFile)
+	f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"id":"turn-1","text":"!torn`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	page, err := s.TurnsWithIDs(sess, chat, []string{odd.ID, "turn-1", "turn-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, turn := range page {
+		got = append(got, turn.ID+" "+turn.Text)
+	}
+	want := []string{"turn-0 !echo again", "turn-1 !echo 1", odd.ID + " !echo 2"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("page = %q, want %q", got, want)
 	}
 }

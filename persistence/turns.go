@@ -211,13 +211,37 @@ func (s *Store) RemoveTurns(session, chat string, ids ...string) error {
 	return errors.Join(errs...)
 }
 
+// TurnsWithIDs returns the chat's local turns whose ids are given, in the order they
+// ran, as Turns does; ids it does not keep are left out. Only those turns are decoded,
+// so a page of a long chat's history costs one read of its log: it is how a chat
+// brings back the turns it let go of (fetchTurns).
+func (s *Store) TurnsWithIDs(session, chat string, ids []string) ([]LocalTurn, error) {
+	if !s.keeps() || session == "" || chat == "" || len(ids) == 0 {
+		return nil, nil
+	}
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	return s.readTurnsOf(session, chat, want)
+}
+
 // readTurns reads the chat's local turns from its log, or from the turns.json of an
 // older version where there is no log yet.
 func (s *Store) readTurns(session, chat string) ([]LocalTurn, error) {
+	return s.readTurnsOf(session, chat, nil)
+}
+
+// readTurnsOf is readTurns of the turns want names (all of them for nil).
+func (s *Store) readTurnsOf(session, chat string, want map[string]bool) ([]LocalTurn, error) {
 	cdir := s.chatDir(session, chat)
-	sc, err := readTurnLog(filepath.Join(cdir, turnsLogFile), chat, s.seed)
+	sc, err := readTurnLog(filepath.Join(cdir, turnsLogFile), chat, s.seed, want)
 	if errors.Is(err, ErrNotFound) {
-		return readLegacyTurns(filepath.Join(cdir, turnsFile), chat)
+		turns, err := readLegacyTurns(filepath.Join(cdir, turnsFile), chat)
+		if want != nil {
+			turns = slices.DeleteFunc(turns, func(t LocalTurn) bool { return !want[t.ID] })
+		}
+		return turns, err
 	}
 	return sc.turns, err
 }
