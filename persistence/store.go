@@ -123,6 +123,10 @@ func (s *Store) Root() string {
 
 func (s *Store) keeps() bool { return s != nil && s.root != "" }
 
+// Keeps reports whether the store writes anything: a Store with no folder keeps
+// nothing, and what is given to it cannot be read back.
+func (s *Store) Keeps() bool { return s.keeps() }
+
 // encodeName turns a caller's name (a URI, a chat, a key) into a file name that is safe
 // on every file system: a readable slug and a hash of the whole name. It never contains
 // a dot, a separator or anything but [a-z0-9_-], and never starts with a dash.

@@ -27,6 +27,10 @@ const RequestTimeout = 30 * time.Second
 type Subscribe struct {
 	Channel string
 	Sub     delivery.Subscriber
+	// Turns is a chat subscriber's view.turns: about how many of the newest
+	// completed turns its snapshot should hold at least. Nil asks for every turn
+	// the host keeps, as a subscribe without a view does.
+	Turns *int
 }
 
 // SubscribeResult answers Subscribe: a snapshot, or an error for the client.

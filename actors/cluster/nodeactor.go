@@ -181,7 +181,7 @@ func (n *node) Receive(ctx actor.Context) {
 		n.placedAnswer(ctx, msg)
 	case *session.Create:
 		n.placeSession(ctx, msg)
-	case *session.Dispose, *session.CreateChat, *session.DisposeChat, *session.StopBackgroundWork:
+	case *session.Dispose, *session.CreateChat, *session.DisposeChat, *session.StopBackgroundWork, *session.FetchTurns:
 		n.toOwner(ctx, msg)
 	case *session.ClientLeft:
 		n.tellPresence(ctx, &presence{ClientID: msg.ClientID, Left: true})

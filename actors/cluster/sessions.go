@@ -38,6 +38,7 @@ type sessionRequest struct {
 	URI                string    `json:"uri"`
 	Chat               string    `json:"chat,omitempty"`
 	ID                 string    `json:"id,omitempty"`
+	Cursor             string    `json:"cursor,omitempty"`
 	WorkingDirectories []string  `json:"workingDirectories,omitempty"`
 	Agent              string    `json:"agent,omitempty"`
 	By                 string    `json:"by,omitempty"`
@@ -51,6 +52,7 @@ const (
 	opCreateChat  = "createChat"
 	opDisposeChat = "disposeChat"
 	opStopWork    = "stopBackgroundWork"
+	opFetchTurns  = "fetchTurns"
 )
 
 // sessionResult answers sessionRequest, as session.Result does.
@@ -132,6 +134,8 @@ func requestOf(msg any) (*sessionRequest, bool) {
 		return &sessionRequest{Op: opDisposeChat, URI: m.Chat, Who: carry(m.Who)}, true
 	case *session.StopBackgroundWork:
 		return &sessionRequest{Op: opStopWork, URI: m.Chat, ID: m.ID, Who: carry(m.Who)}, true
+	case *session.FetchTurns:
+		return &sessionRequest{Op: opFetchTurns, URI: m.Chat, Cursor: m.Cursor, Who: carry(m.Who)}, true
 	}
 	return nil, false
 }
@@ -173,8 +177,11 @@ func (n *node) toOwner(ctx actor.Context, msg any) {
 func (n *node) gatewaySession(ctx actor.Context, m *sessionRequest) {
 	who := m.Who.principal()
 	grant := auth.GrantChatSend
-	if m.Op == opStopWork {
+	switch m.Op {
+	case opStopWork:
 		grant = auth.GrantTerminalInput
+	case opFetchTurns:
+		grant = auth.ReadGrant(m.URI)
 	}
 	if !who.Can(grant) {
 		ctx.Respond(&sessionResult{Err: messages.Errorf(messages.CodePermissionDenied, "%s", who.Refusal(grant))})
@@ -192,6 +199,8 @@ func (n *node) gatewaySession(ctx actor.Context, m *sessionRequest) {
 		local = &session.DisposeChat{Chat: m.URI, Who: who}
 	case opStopWork:
 		local = &session.StopBackgroundWork{Chat: m.URI, ID: m.ID, Who: who}
+	case opFetchTurns:
+		local = &session.FetchTurns{Chat: m.URI, Cursor: m.Cursor, Who: who}
 	default:
 		ctx.Respond(&sessionResult{Err: messages.Errorf(messages.CodeInvalidParams, "Invalid params: no session request %q", m.Op)})
 		return

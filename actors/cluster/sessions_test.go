@@ -21,6 +21,7 @@ func TestSessionMessagesRoundTrip(t *testing.T) {
 	for _, m := range []remote.RootSerializable{
 		&sessionRequest{Op: opCreate, URI: "ahp-session:/s", WorkingDirectories: []string{"file:///tmp"}, By: "ann", Who: carry(ann)},
 		&sessionRequest{Op: opStopWork, URI: "ahp-session:/s/chat", ID: "w1", Who: carry(ann)},
+		&sessionRequest{Op: opFetchTurns, URI: "ahp-session:/s/chat", Cursor: "1.50", Who: carry(ann)},
 		&sessionResult{Chat: "ahp-session:/s/chat"},
 		&sessionResult{Err: messages.Errorf(messages.CodePermissionDenied, "no")},
 		&rows{Addr: "b:1", Instance: "i", Chats: []string{"ahp-session:/s/chat"}, Sessions: []map[string]any{summary}},

@@ -411,6 +411,13 @@ func (h *rootActor) registry(ctx actor.Context) {
 		if !h.forwardToChat(ctx, m.Chat) {
 			ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeNotFound, "No chat %s on this host", m.Chat)})
 		}
+	case *session.FetchTurns:
+		if h.chats[m.Chat] == nil && h.toCluster(ctx, m.Chat) {
+			return
+		}
+		if !h.forwardToChat(ctx, m.Chat) {
+			ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeNotFound, "No chat %s on this host", m.Chat)})
+		}
 	case *session.ToolServiceQuery:
 		if pid := h.sessions[m.Session]; pid != nil {
 			ctx.Forward(pid)

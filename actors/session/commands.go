@@ -436,6 +436,11 @@ func (s *session) turnKept(ctx actor.Context, m *turnKept) {
 	if c.busy == r.turnID {
 		c.busy = ""
 	}
+	if m.whole && s.store.Keeps() {
+		// On disk whole, it can come back from there: the chat may let it go.
+		c.kept[r.turnID] = true
+		s.letGo(c)
+	}
 	s.logSteps(r)
 	s.drainQueue(ctx, c)
 }
@@ -513,9 +518,10 @@ func (s *session) keep(ctx actor.Context, r *commandRun, anchor string, result m
 			<-before
 		}
 		<-prepared
-		if err := store.KeepTurn(sessionURI, chatURI, f); err != nil {
+		err := store.KeepTurn(sessionURI, chatURI, f)
+		if err != nil {
 			logger.Warn("a command's turn was not wholly kept", "session", sessionURI, "terminal", uri, "err", err)
 		}
-		system.Root.Send(self, &turnKept{run: r, snapshot: snapshotAt, kept: time.Now()})
+		system.Root.Send(self, &turnKept{run: r, snapshot: snapshotAt, kept: time.Now(), whole: err == nil})
 	}()
 }

@@ -110,6 +110,11 @@ func (s *session) clientTurnStarted(ctx actor.Context, c *chat, m *channel.Dispa
 		m.Reject(s.journal, "chat/turnStarted needs a turnId and a message")
 		return
 	}
+	if c.state.HasTurn(a.TurnID) || c.isOlder[a.TurnID] {
+		// Folding it changes nothing (PROTOCOL.md 8): it must not run either.
+		m.Reject(s.journal, fmt.Sprintf("turn %s has already started in this chat: a new turn needs a new turnId", a.TurnID))
+		return
+	}
 	if _, dated := folded["startedAt"]; !dated {
 		folded["startedAt"] = isoTime(time.Now())
 	}

@@ -1,8 +1,6 @@
 package session
 
 import (
-	"encoding/json"
-
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/persistence"
@@ -16,23 +14,27 @@ func (s *session) restore() {
 		modified := isoTime(s.record.LastEnd)
 		c := &chat{uri: chatURI, state: messages.NewChatState(chatURI, "Chat", modified), subs: map[delivery.Subscriber]bool{}, runs: map[string]*commandRun{}}
 		c.agentChat.init()
+		c.history.init()
 		turns, err := s.store.Turns(s.uri, chatURI)
 		if err != nil {
 			s.cfg.Logger.Warn("a chat's kept turns could not be read", "chat", chatURI, "err", err)
 		}
 		_, kept := persistence.MergeTurns(nil, turns)
-		for _, t := range kept {
-			var result messages.ToolCallResult
-			_ = json.Unmarshal(t.Result, &result)
-			cmd, _ := commandOf(t.Text)
-			c.state.AppendTurn(messages.Turn{
-				ID: t.ID, StartedAt: isoTime(t.StartedAt), Duration: t.EndedAt.Sub(t.StartedAt).Milliseconds(),
-				Message: messages.UserMessage(t.Text), State: t.State,
-				ToolCall: messages.CompletedToolCall{ToolCallID: t.ToolCallID, ToolName: commandToolName, DisplayName: commandDisplayName,
-					Intention: cmd, InvocationMessage: cmd, ToolInput: cmd, Confirmed: messages.ConfirmedNotNeeded, ToolCallResult: result},
-			})
-			c.lastTurn = t.ID
+		// The newest turns come back into the state; the others stay in the store
+		// until a client asks for them (history.go).
+		held := max(len(kept)-heldTurns, 0)
+		for _, t := range kept[:held] {
+			c.older = append(c.older, t.ID)
+			c.isOlder[t.ID] = true
 		}
+		for _, t := range kept[held:] {
+			c.state.AppendTurn(keptTurn(t))
+			c.kept[t.ID] = true
+		}
+		if len(kept) > 0 {
+			c.lastTurn = kept[len(kept)-1].ID
+		}
+		c.state.DropOldestTurns(0, c.cursor())
 		s.chats[chatURI] = c
 		s.order = append(s.order, chatURI)
 		// Nobody is subscribed yet: the action only folds.

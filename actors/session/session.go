@@ -191,6 +191,8 @@ type chat struct {
 	owners map[string]*actor.PID
 	// The agent's side of the chat (agentside.go).
 	agentChat
+	// The turns the chat let go of (history.go).
+	history
 }
 
 // Messages a session sends itself, from a timer or a goroutine watching a terminal.
@@ -204,6 +206,8 @@ type (
 	turnKept struct {
 		run            *commandRun
 		snapshot, kept time.Time
+		// whole says the turn and its output were written without an error.
+		whole bool
 	}
 )
 
@@ -269,6 +273,8 @@ func (s *session) Receive(ctx actor.Context) {
 		s.removeBackgroundWork(m)
 	case *StopBackgroundWork:
 		s.stopBackgroundWork(ctx, m)
+	case *FetchTurns:
+		s.fetchTurns(ctx, m)
 	case *Wake:
 		s.wake(ctx, m)
 	case *ToolServiceQuery:
@@ -454,6 +460,7 @@ func (s *session) shutdown(ctx actor.Context) {
 func (s *session) unsubscribe(m *channel.Unsubscribe) {
 	if c := s.chats[m.Channel]; c != nil {
 		delete(c.subs, m.Sub)
+		s.letGo(c)
 	} else {
 		delete(s.subs, m.Sub)
 	}
@@ -465,6 +472,7 @@ func (s *session) addChat(uri string) *chat {
 	now := isoTime(time.Now())
 	c := &chat{uri: uri, state: messages.NewChatState(uri, "Chat", now), subs: map[delivery.Subscriber]bool{}, runs: map[string]*commandRun{}}
 	c.agentChat.init()
+	c.history.init()
 	s.chats[uri] = c
 	s.order = append(s.order, uri)
 	s.sessionAction(messages.SessionChatAddedAction{Summary: messages.ChatSummary{Resource: uri, Title: "Chat", Status: messages.SessionStatusIdle, ModifiedAt: now}})
@@ -553,6 +561,12 @@ func (s *session) chatAction(c *chat, a messages.ChatAction) {
 func (s *session) publish(c *chat, raw json.RawMessage, origin *messages.Origin) {
 	at := isoTime(time.Now())
 	c.state.SetModifiedAt(at)
+	s.publishAt(c, raw, origin, at)
+}
+
+// publishAt sends an action to the chat's subscribers, stamped, with the date of the
+// chat's last change.
+func (s *session) publishAt(c *chat, raw json.RawMessage, origin *messages.Origin, at string) {
 	frame := s.journal.Stamp(&messages.Envelope{Channel: c.uri, Action: raw, Origin: origin})
 	for sub := range c.subs {
 		if d, ok := sub.(DatedSubscriber); ok {
@@ -578,6 +592,7 @@ func (s *session) subscribe(ctx actor.Context, m *channel.Subscribe) {
 		return
 	}
 	if c := s.chats[m.Channel]; c != nil {
+		s.bringInFor(c, m.Turns)
 		c.subs[m.Sub] = true
 		ctx.Respond(&channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: c.uri, State: c.state.Clone(), FromSeq: s.journal.Current()}})
 		return
@@ -600,6 +615,9 @@ func (s *session) retained(chatURI, key, uri string) *channel.SubscribeResult {
 		return notFound
 	}
 	block, named := c.state.TerminalContent(key, uri)
+	if !named {
+		block, named = s.olderTerminal(c, key, uri)
+	}
 	if !named {
 		// An agent tool's shell, or a terminal an agent ran through the backend seam
 		// (its key is the seam's, not a tool call's): answered from what was kept.

@@ -227,6 +227,8 @@ func (c *connection) handle(ctx actor.Context, data []byte) {
 		c.disposeChat(ctx, id, msg.Params)
 	case "vscode/stopBackgroundWork":
 		c.stopBackgroundWork(ctx, id, msg.Params)
+	case "fetchTurns":
+		c.fetchTurns(ctx, id, msg.Params)
 	case "unsubscribe", "dispatchAction":
 		c.fail(id, messages.Errorf(messages.CodeInvalidRequest, "%s is a notification: send it without an id", method))
 	default:
@@ -329,7 +331,7 @@ func (c *connection) initialize(ctx actor.Context, id json.RawMessage, raw json.
 		return
 	}
 	channels := c.readable(p.InitialSubscriptions)
-	c.collectSnapshots(ctx, channels, func(snaps []messages.Snapshot, subscribed []string) {
+	c.collectSnapshots(ctx, channels, nil, func(snaps []messages.Snapshot, subscribed []string) {
 		result := map[string]any{
 			"protocolVersion":             version,
 			"serverSeq":                   c.cfg.Journal.Current(),
@@ -385,7 +387,7 @@ func (c *connection) readable(channels []string) []string {
 // collectSnapshots subscribes to each channel in turn, holding each one's frames in
 // the outbox until the answer that carries its snapshot is queued; done must release
 // the held channels. Channels that do not exist are left out.
-func (c *connection) collectSnapshots(ctx actor.Context, channels []string, done func([]messages.Snapshot, []string)) {
+func (c *connection) collectSnapshots(ctx actor.Context, channels []string, turns *int, done func([]messages.Snapshot, []string)) {
 	snaps := []messages.Snapshot{}
 	var subscribed []string
 	var next func(i int)
@@ -395,7 +397,7 @@ func (c *connection) collectSnapshots(ctx actor.Context, channels []string, done
 			return
 		}
 		ch := channels[i]
-		c.subscribeHeld(ctx, ch, func(snap *messages.Snapshot, e *messages.Error) {
+		c.subscribeHeld(ctx, ch, turns, func(snap *messages.Snapshot, e *messages.Error) {
 			if e == nil {
 				snaps = append(snaps, *snap)
 				subscribed = append(subscribed, ch)
@@ -411,11 +413,11 @@ func (c *connection) collectSnapshots(ctx actor.Context, channels []string, done
 // subscribeHeld subscribes this connection to ch with its frames held in the outbox,
 // and calls then with the snapshot or the error for the client; then must release ch.
 // A socket that went meanwhile has the subscription undone, and then is not called.
-func (c *connection) subscribeHeld(ctx actor.Context, ch string, then func(*messages.Snapshot, *messages.Error)) {
+func (c *connection) subscribeHeld(ctx actor.Context, ch string, turns *int, then func(*messages.Snapshot, *messages.Error)) {
 	c.cfg.Outbox.Hold(ch)
 	c.subscribing[ch]++
 	delete(c.viaHost, ch)
-	f := ctx.RequestFuture(c.cfg.Root, &channel.Subscribe{Channel: ch, Sub: c.cfg.Outbox}, channel.RequestTimeout)
+	f := ctx.RequestFuture(c.cfg.Root, &channel.Subscribe{Channel: ch, Sub: c.cfg.Outbox, Turns: turns}, channel.RequestTimeout)
 	ctx.ReenterAfter(f, func(res interface{}, err error) {
 		c.doneSubscribing(ch)
 		if c.gone {
@@ -457,6 +459,23 @@ type subscribeParams struct {
 	Delivery *struct {
 		MaxLatencyMs *float64 `json:"maxLatencyMs"`
 	} `json:"delivery"`
+	View *struct {
+		Turns *float64 `json:"turns"`
+	} `json:"view"`
+}
+
+// turns is a chat subscriber's view.turns as a count (nil when not given: every
+// retained turn), or an error for a value that is not one.
+func (p *subscribeParams) turns() (*int, *messages.Error) {
+	if p.View == nil || p.View.Turns == nil {
+		return nil, nil
+	}
+	n := *p.View.Turns
+	if n < 0 || math.IsNaN(n) {
+		return nil, messages.Errorf(messages.CodeInvalidParams, "Invalid params: view.turns must be a number of turns, 0 or more")
+	}
+	turns := int(min(n, math.MaxInt32))
+	return &turns, nil
 }
 
 // latency is the subscriber's delivery.maxLatencyMs (PROTOCOL.md 3: terminal/data
@@ -487,12 +506,17 @@ func (c *connection) subscribe(ctx actor.Context, id json.RawMessage, raw json.R
 		c.fail(id, e)
 		return
 	}
+	turns, e := p.turns()
+	if e != nil {
+		c.fail(id, e)
+		return
+	}
 	if grant := auth.ReadGrant(p.Channel); p.Channel != messages.RootURI && !c.may(grant) {
 		c.fail(id, c.refusal(grant))
 		return
 	}
 	ch := p.Channel
-	c.subscribeHeld(ctx, ch, func(snap *messages.Snapshot, e *messages.Error) {
+	c.subscribeHeld(ctx, ch, turns, func(snap *messages.Snapshot, e *messages.Error) {
 		if e != nil {
 			c.cfg.Outbox.Release(messages.ErrorFrame(id, e), ch)
 			return
@@ -542,7 +566,10 @@ func (c *connection) reconnect(ctx actor.Context, id json.RawMessage, raw json.R
 			missing = append(missing, ch)
 		}
 	}
-	c.collectSnapshots(ctx, wanted, func(snaps []messages.Snapshot, subscribed []string) {
+	// A chat's snapshot holds the turns the chat holds now: the client had its own
+	// window of them, and pages in the rest with fetchTurns as before (its cursor
+	// still works; a turn it holds already is not doubled).
+	c.collectSnapshots(ctx, wanted, new(int), func(snaps []messages.Snapshot, subscribed []string) {
 		for _, ch := range wanted {
 			if !contains(subscribed, ch) {
 				missing = append(missing, ch)
@@ -1029,4 +1056,39 @@ func (c *connection) stopBackgroundWork(ctx actor.Context, id json.RawMessage, r
 		return
 	}
 	c.askSession(ctx, id, &session.StopBackgroundWork{Chat: chat, ID: p.ID, Who: c.cfg.Principal})
+}
+
+type fetchTurnsParams struct {
+	Channel string `json:"channel"`
+	Cursor  string `json:"cursor"`
+}
+
+// fetchTurns asks a chat to page its older turns into its state: the session
+// dispatches chat/turnsLoaded to the chat's subscribers, then this answers {}.
+func (c *connection) fetchTurns(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
+	var p fetchTurnsParams
+	if e := decodeParams(raw, &p); e != nil {
+		c.fail(id, e)
+		return
+	}
+	if err := limits.CheckURI(p.Channel); err != nil {
+		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel: %v", err))
+		return
+	}
+	if grant := auth.ReadGrant(p.Channel); !c.may(grant) {
+		c.fail(id, c.refusal(grant))
+		return
+	}
+	f := ctx.RequestFuture(c.cfg.Root, &session.FetchTurns{Chat: p.Channel, Cursor: p.Cursor, Who: c.cfg.Principal}, channel.RequestTimeout)
+	ctx.ReenterAfter(f, func(res interface{}, err error) {
+		r, ok := res.(*session.Result)
+		switch {
+		case err != nil || !ok:
+			c.fail(id, messages.Errorf(messages.CodeInternalError, "Internal error: no answer from the chat"))
+		case r.Err != nil:
+			c.fail(id, r.Err)
+		default:
+			c.reply(id, struct{}{})
+		}
+	})
 }
