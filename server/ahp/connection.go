@@ -262,6 +262,18 @@ func decodeParamsWith(members *strictjson.Members, raw json.RawMessage, v any) *
 	return nil
 }
 
+// decodeOnChannel reads params into v whose channel, decoded into *channel, names
+// the channel they act on, answering -32602 when either is wrong.
+func decodeOnChannel(raw json.RawMessage, v any, channel *string) *messages.Error {
+	if e := decodeParams(raw, v); e != nil {
+		return e
+	}
+	if err := limits.CheckURI(*channel); err != nil {
+		return messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel: %v", err)
+	}
+	return nil
+}
+
 func describeJSONError(err error) string {
 	if te, ok := err.(*json.UnmarshalTypeError); ok {
 		field := te.Field
@@ -493,12 +505,8 @@ func (p *subscribeParams) latency() (time.Duration, *messages.Error) {
 
 func (c *connection) subscribe(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
 	var p subscribeParams
-	if e := decodeParams(raw, &p); e != nil {
+	if e := decodeOnChannel(raw, &p, &p.Channel); e != nil {
 		c.fail(id, e)
-		return
-	}
-	if err := limits.CheckURI(p.Channel); err != nil {
-		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel: %v", err))
 		return
 	}
 	latency, e := p.latency()
@@ -1067,12 +1075,8 @@ type fetchTurnsParams struct {
 // dispatches chat/turnsLoaded to the chat's subscribers, then this answers {}.
 func (c *connection) fetchTurns(ctx actor.Context, id json.RawMessage, raw json.RawMessage) {
 	var p fetchTurnsParams
-	if e := decodeParams(raw, &p); e != nil {
+	if e := decodeOnChannel(raw, &p, &p.Channel); e != nil {
 		c.fail(id, e)
-		return
-	}
-	if err := limits.CheckURI(p.Channel); err != nil {
-		c.fail(id, messages.Errorf(messages.CodeInvalidParams, "Invalid params: channel: %v", err))
 		return
 	}
 	if grant := auth.ReadGrant(p.Channel); !c.may(grant) {
