@@ -78,15 +78,6 @@ func (s ChatState) ModifiedAt() string { return object(s).str("modifiedAt") }
 // TurnCount is how many completed turns the chat holds.
 func (s ChatState) TurnCount() int { return len(object(s).list("turns")) }
 
-// HasTurn reports whether id is the active turn's or a completed turn's the chat holds.
-func (s ChatState) HasTurn(id string) bool {
-	st := object(s)
-	if at := st.obj("activeTurn"); at != nil && sameString(at["id"], id) {
-		return true
-	}
-	return st.list("turns").indexBy("id", id) >= 0
-}
-
 // ActiveTurnID is the id of the turn running now, or "".
 func (s ChatState) ActiveTurnID() string { return object(s).obj("activeTurn").str("id") }
 

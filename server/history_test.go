@@ -18,7 +18,7 @@ import (
 // client opening it is shown the newest 50 and a cursor, pages the rest in with
 // fetchTurns (each page reaching every subscriber as chat/turnsLoaded before the
 // answer), a client subscribing without a view is shown them all, a turn the chat let
-// go of still opens its terminal and its id cannot start a turn again, and once
+// go of still opens its terminal, no turn's id (let go or held) starts a turn again, and once
 // nobody watches the chat it lets go of all but its newest 50 again.
 func TestALongChatPagesItsHistory(t *testing.T) {
 	dir := t.TempDir()
@@ -65,10 +65,15 @@ func TestALongChatPagesItsHistory(t *testing.T) {
 	if _, text := terminalText(t, ts); !strings.Contains(text, "first-kept") {
 		t.Fatalf("the terminal of a let-go turn shows %q", text)
 	}
-	pager.dispatch(chat, map[string]any{"type": "chat/turnStarted", "turnId": all[5], "startedAt": time.Now().UTC().Format(time.RFC3339),
-		"message": map[string]any{"text": "!echo again", "origin": map[string]any{"kind": "user"}}})
-	if e := pager.waitAction(chat, messages.ChatTurnStarted); e.RejectionReason == "" {
-		t.Fatalf("a turnStarted reusing the id of a let-go turn was applied: %s", e.Action)
+	for _, held := range []string{all[5], all[149]} {
+		seq := pager.dispatch(chat, map[string]any{"type": "chat/turnStarted", "turnId": held, "startedAt": time.Now().UTC().Format(time.RFC3339),
+			"message": map[string]any{"text": "!echo again", "origin": map[string]any{"kind": "user"}}})
+		e := pager.waitFor("the answer to turnStarted "+held, func(n *client.Notification) bool {
+			return n.Envelope != nil && n.Envelope.Channel == chat && n.Envelope.Type == messages.ChatTurnStarted && n.Envelope.Origin != nil && n.Envelope.Origin.ClientSeq == seq
+		}).Envelope
+		if e.RejectionReason == "" {
+			t.Fatalf("a turnStarted reusing the id of turn %s was applied: %s", held, e.Action)
+		}
 	}
 
 	page, cursor2 := fetchPage(t, pager, chat, cursor)

@@ -110,9 +110,8 @@ func (s *session) clientTurnStarted(ctx actor.Context, c *chat, m *channel.Dispa
 		m.Reject(s.journal, "chat/turnStarted needs a turnId and a message")
 		return
 	}
-	if c.state.HasTurn(a.TurnID) || c.isOlder[a.TurnID] {
-		// Folding it changes nothing (PROTOCOL.md 8): it must not run either.
-		m.Reject(s.journal, fmt.Sprintf("turn %s has already started in this chat: a new turn needs a new turnId", a.TurnID))
+	if c.state.ActiveTurnID() == a.TurnID || c.isOlder[a.TurnID] {
+		m.Reject(s.journal, turnIDTaken(a.TurnID))
 		return
 	}
 	if _, dated := folded["startedAt"]; !dated {
@@ -127,12 +126,27 @@ func (s *session) clientTurnStarted(ctx actor.Context, c *chat, m *channel.Dispa
 		m.Reject(s.journal, fmt.Sprintf("the agent is still on turn %s: queue the message (chat/pendingMessageSet) or cancel that turn first", c.agentTurn))
 		return
 	}
-	s.echo(c, m, folded)
+	// The reducer folds a turnStarted whose id a completed turn has into nothing
+	// (PROTOCOL.md 8), so what it started says whether the id was new: one scan of
+	// the chat's turns, the reducer's own.
+	messages.ReduceChat(c.state, folded)
+	if c.state.ActiveTurnID() != a.TurnID {
+		m.Reject(s.journal, turnIDTaken(a.TurnID))
+		return
+	}
+	origin := m.Origin
+	s.publish(c, m.Raw, &origin)
 	delete(c.queuedBy, a.QueuedMessageID)
 	if !toAgent && c.agentTurn != "" && c.agentTurn == c.busy {
 		s.displaceAgentTurn(ctx, c)
 	}
 	s.startTurn(ctx, c, a.TurnID, a.Message, m.By)
+}
+
+// turnIDTaken refuses a turnStarted naming a turn the chat has had: folded, it would
+// change nothing, so the command or message must not run either.
+func turnIDTaken(id string) string {
+	return fmt.Sprintf("turn %s has already started in this chat: a new turn needs a new turnId", id)
 }
 
 // echo folds a client's action into the chat and sends it, as the client sent it, to
