@@ -657,3 +657,23 @@ func TestChatTurnsLoaded(t *testing.T) {
 	r.expect(st, "turnsNextCursor", `"c3"`)
 	r.validateState(st)
 }
+
+// A producer that knows its chat's turn ids answers the reducer's question itself: a
+// turnStarted naming a turn it had (one let go of, not in the state) starts nothing,
+// and one it has not had starts, as ReduceChat would fold them.
+func TestReduceChatKnowing(t *testing.T) {
+	st := messages.NewChatState("ahp-chat:/knowing", "Chat", "2026-12-05T00:00:00Z")
+	had := map[string]bool{"let-go": true}
+	start := func(id string) {
+		messages.ReduceChatKnowing(st, map[string]any{"type": "chat/turnStarted", "turnId": id, "startedAt": "2026-12-05T00:00:00Z",
+			"message": map[string]any{"text": "!echo", "origin": map[string]any{"kind": "user"}}}, func(id string) bool { return had[id] })
+	}
+	start("let-go")
+	if id := st.ActiveTurnID(); id != "" {
+		t.Fatalf("a turn the producer had started again: active %q", id)
+	}
+	start("new")
+	if id := st.ActiveTurnID(); id != "new" {
+		t.Fatalf("a new turn did not start: active %q", id)
+	}
+}

@@ -110,7 +110,7 @@ func (s *session) clientTurnStarted(ctx actor.Context, c *chat, m *channel.Dispa
 		m.Reject(s.journal, "chat/turnStarted needs a turnId and a message")
 		return
 	}
-	if c.state.ActiveTurnID() == a.TurnID || c.isOlder[a.TurnID] {
+	if c.hadTurn(a.TurnID) {
 		m.Reject(s.journal, turnIDTaken(a.TurnID))
 		return
 	}
@@ -126,14 +126,13 @@ func (s *session) clientTurnStarted(ctx actor.Context, c *chat, m *channel.Dispa
 		m.Reject(s.journal, fmt.Sprintf("the agent is still on turn %s: queue the message (chat/pendingMessageSet) or cancel that turn first", c.agentTurn))
 		return
 	}
-	// The reducer folds a turnStarted whose id a completed turn has into nothing
-	// (PROTOCOL.md 8), so what it started says whether the id was new: one scan of
-	// the chat's turns, the reducer's own.
-	messages.ReduceChat(c.state, folded)
+	messages.ReduceChatKnowing(c.state, folded, c.hadTurn)
 	if c.state.ActiveTurnID() != a.TurnID {
+		// The reducer left it out: only the echo of a turn it started may go out.
 		m.Reject(s.journal, turnIDTaken(a.TurnID))
 		return
 	}
+	c.ids[a.TurnID] = true
 	origin := m.Origin
 	s.publish(c, m.Raw, &origin)
 	delete(c.queuedBy, a.QueuedMessageID)

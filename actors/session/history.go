@@ -48,9 +48,13 @@ type history struct {
 	// older are the ids of the kept turns the state let go of, oldest first: the
 	// turns before the state's first.
 	older []string
-	// isOlder says which ids older holds: a turnStarted naming one is refused, as
-	// the reducer, seeing only the turns held, would start it anew.
+	// isOlder says which ids older holds.
 	isOlder map[string]bool
+	// ids are every turn's the chat has had, held, let go of or running: a
+	// turnStarted naming one is refused, and the reducer asks them (hadTurn)
+	// rather than looking through every turn held, so a turn's fold costs the same
+	// however long the chat.
+	ids map[string]bool
 	// kept are the ids of the turns held that the store keeps: those the chat may
 	// let go of.
 	kept map[string]bool
@@ -65,7 +69,12 @@ type history struct {
 func (h *history) init() {
 	h.isOlder = map[string]bool{}
 	h.kept = map[string]bool{}
+	h.ids = map[string]bool{}
 }
+
+// hadTurn reports whether the chat has had a turn with the id: the reducer's question
+// (messages.ReduceChatKnowing).
+func (h *history) hadTurn(id string) bool { return h.ids[id] }
 
 // cursor is the turnsNextCursor of the state: "" when it holds every turn.
 func (h *history) cursor() string {

@@ -23,6 +23,9 @@ func (s *session) restore() {
 		// The newest turns come back into the state; the others stay in the store
 		// until a client asks for them (history.go).
 		held := max(len(kept)-heldTurns, 0)
+		for _, t := range kept {
+			c.ids[t.ID] = true
+		}
 		for _, t := range kept[:held] {
 			c.older = append(c.older, t.ID)
 			c.isOlder[t.ID] = true

@@ -548,10 +548,13 @@ func (s *session) sessionAction(a messages.SessionAction) {
 // chatAction folds an action the host built into a chat and sends it to the chat's
 // subscribers.
 func (s *session) chatAction(c *chat, a messages.ChatAction) {
-	raw, err := c.state.Apply(a)
+	raw, err := c.state.ApplyKnowing(a, c.hadTurn)
 	if err != nil {
 		s.cfg.Logger.Error("a chat action does not encode", "chat", c.uri, "type", a.ChatActionType(), "err", err)
 		return
+	}
+	if started, ok := a.(messages.ChatTurnStartedAction); ok {
+		c.ids[started.TurnID] = true
 	}
 	s.publish(c, raw, nil)
 }
