@@ -106,6 +106,8 @@ func TestALongChatPagesItsHistory(t *testing.T) {
 	rpcError(t, err, messages.CodeInvalidParams)
 	_, err = pager.request("fetchTurns", map[string]any{"channel": "ahp-chat:/no-such-chat", "cursor": cursor2})
 	rpcError(t, err, messages.CodeNotFound)
+	_, err = pager.request("subscribe", map[string]any{"channel": chat, "view": map[string]any{"turns": -1}})
+	rpcError(t, err, messages.CodeInvalidParams)
 
 	// Once nobody watches it, the chat holds its newest 50 again. Each client's
 	// unsubscribe reaches the chat before its next request does.
@@ -118,6 +120,11 @@ func TestALongChatPagesItsHistory(t *testing.T) {
 	}
 	if ids, cursor := subscribeWithView(t, pager, chat, 0); !slices.Equal(ids, all[100:]) || cursor == "" {
 		t.Fatalf("after its last subscriber left, the chat shows %d turns (%s…) with cursor %q; want the newest 50 and a cursor", len(ids), first3(ids), cursor)
+	}
+	// A view asking for more than the chat holds brings in what it asks for.
+	viewer := h2.dial("viewer")
+	if ids, cursor := subscribeWithView(t, viewer, chat, 120); !slices.Equal(ids, all[30:]) || cursor == "" {
+		t.Fatalf("a view of 120 turns shows %d turns (%s…) with cursor %q; want the newest 120 and a cursor", len(ids), first3(ids), cursor)
 	}
 	call := pager.waitCompleted(chat, pager.say(chat, "!echo still-runs"))
 	if !call.Success || !strings.Contains(call.Content[0].Result.Preview, "still-runs") {
