@@ -292,9 +292,11 @@ func TestPreparedTerminal(t *testing.T) {
 	if err := os.Chtimes(path, old, old); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(dir); err != nil {
+	again, err := Open(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
+	<-again.swept
 	if fileExists(path) {
 		t.Fatal("Open left a stale prepared file")
 	}

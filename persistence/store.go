@@ -47,9 +47,10 @@ const (
 
 	tmpSuffix   = ".tmp"
 	trashSuffix = ".trash"
-	// staleTemp is how old a temporary file must be before Open removes it, so a Store
-	// opened while another is mid-write in the same root does not pull a file from
-	// under it.
+	// staleTemp is how much older than the open a temporary or prepared file must be
+	// for Open's sweep to remove it, so a Store opened while another is mid-write in
+	// the same root does not pull a file from under it, and nothing this store makes
+	// is ever swept by it.
 	staleTemp = time.Minute
 
 	slugMax = 40 // bytes of readable slug in an encoded name
@@ -73,6 +74,9 @@ type Store struct {
 	// seed hashes turn ids in what the store knows of a log (turnLog.lines).
 	seed maphash.Seed
 
+	// swept is closed once Open's sweep of what a crash left is done.
+	swept chan struct{}
+
 	mu sync.Mutex // guards logs and records
 	// logs is what the store knows of each chat's log it has written to, by chatKey.
 	// An entry is read and changed only under its chat's lock held exclusively.
@@ -94,12 +98,18 @@ type Store struct {
 	beforeRename func(tmp string) error
 }
 
-// Open returns the store under root, creating the folder (mode 0700) if needed and
-// finishing what a crash left behind: removals of deleted sessions and chats, and
-// temporary files older than a minute. root "" returns a store that keeps nothing.
+// Open returns the store under root, creating the folder (mode 0700) if needed, and
+// starts finishing what a crash left behind: removals of deleted sessions and chats,
+// temporary files and prepared terminal files more than a minute older than the open.
+// That sweep runs beside the store's use rather than before it: every read skips what
+// it removes, and it looks at every kept terminal's file (20,000 take ~0.2 s here),
+// which a host's start should not wait for. root "" returns a store that keeps
+// nothing.
 func Open(root string) (*Store, error) {
 	if root == "" {
-		return &Store{}, nil
+		s := &Store{swept: make(chan struct{})}
+		close(s.swept)
+		return s, nil
 	}
 	abs, err := filepath.Abs(root)
 	if err != nil {
@@ -108,8 +118,8 @@ func Open(root string) (*Store, error) {
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("persistence: open %s: %w", abs, err)
 	}
-	s := &Store{root: abs, seed: maphash.MakeSeed()}
-	s.sweep()
+	s := &Store{root: abs, seed: maphash.MakeSeed(), swept: make(chan struct{})}
+	go s.sweep(time.Now().Add(-staleTemp))
 	return s, nil
 }
 
@@ -379,34 +389,37 @@ func randomSuffix() string {
 func hidden(name string) bool { return strings.HasPrefix(name, ".") }
 
 // sweep finishes what a crash left: trash folders are removed, and temporary files
-// and prepared terminal files never kept older than staleTemp. It is best effort; what it cannot remove every read ignores.
-func (s *Store) sweep() {
-	sweepDir(s.root)
+// and prepared terminal files never kept that were last written before cutoff. It is
+// best effort; what it cannot remove every read ignores. swept is closed when it is
+// done.
+func (s *Store) sweep(cutoff time.Time) {
+	defer close(s.swept)
+	sweepDir(s.root, cutoff)
 	sessions, _ := os.ReadDir(s.root)
 	for _, se := range sessions {
 		if !se.IsDir() || hidden(se.Name()) {
 			continue
 		}
 		sdir := filepath.Join(s.root, se.Name())
-		sweepDir(sdir)
+		sweepDir(sdir, cutoff)
 		cdir := filepath.Join(sdir, chatsDir)
-		sweepDir(cdir)
+		sweepDir(cdir, cutoff)
 		chats, _ := os.ReadDir(cdir)
 		for _, ce := range chats {
 			if !ce.IsDir() || hidden(ce.Name()) {
 				continue
 			}
 			chat := filepath.Join(cdir, ce.Name())
-			sweepDir(chat)
-			sweepDir(filepath.Join(chat, terminalsDir))
-			sweepPrepared(filepath.Join(chat, terminalsDir))
+			sweepDir(chat, cutoff)
+			sweepDir(filepath.Join(chat, terminalsDir), cutoff)
+			sweepPrepared(filepath.Join(chat, terminalsDir), cutoff)
 		}
 	}
 }
 
 // sweepPrepared removes terminal files PrepareTerminal made that were never kept (a
-// crash before the command's turn was), once they are older than staleTemp.
-func sweepPrepared(dir string) {
+// crash before the command's turn was), last written before cutoff.
+func sweepPrepared(dir string, cutoff time.Time) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -415,13 +428,13 @@ func sweepPrepared(dir string) {
 		if hidden(e.Name()) || !e.Type().IsRegular() {
 			continue
 		}
-		if fi, err := e.Info(); err == nil && fi.Size() == 0 && time.Since(fi.ModTime()) > staleTemp {
+		if fi, err := e.Info(); err == nil && fi.Size() == 0 && fi.ModTime().Before(cutoff) {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
 }
 
-func sweepDir(dir string) {
+func sweepDir(dir string, cutoff time.Time) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -436,7 +449,7 @@ func sweepDir(dir string) {
 		case strings.HasSuffix(name, trashSuffix):
 			os.RemoveAll(p)
 		case strings.HasSuffix(name, tmpSuffix) && e.Type().IsRegular():
-			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleTemp {
+			if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {
 				os.Remove(p)
 			}
 		}

@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-func openTemp(t *testing.T) *Store {
+func openTemp(t testing.TB) *Store {
 	t.Helper()
 	s, err := Open(filepath.Join(t.TempDir(), "sessions"))
 	if err != nil {
@@ -248,7 +248,8 @@ func TestLeftoverTempFileIsIgnoredAndSwept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(s2)
+	check(s2) // while its sweep may run, as a host's first reads do
+	<-s2.swept
 	for _, p := range leftovers {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("a fresh temporary file was removed: %v", err)
@@ -269,6 +270,7 @@ func TestLeftoverTempFileIsIgnoredAndSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(s3)
+	<-s3.swept
 	for _, p := range leftovers {
 		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("stale temporary file %s survived Open: %v", p, err)
@@ -917,6 +919,19 @@ func TestMergeTurns(t *testing.T) {
 			}
 			if got := ids(kept); !slices.Equal(got, tc.kept) {
 				t.Errorf("kept = %q, want %q", got, tc.kept)
+			}
+			// The refs alone, as a restart reads them, merge the same way.
+			refs := make([]TurnRef, len(tc.local))
+			for i, l := range tc.local {
+				refs[i] = TurnRef{ID: l.ID, AnchorTurnID: l.AnchorTurnID}
+			}
+			refOrder, keptRefs := MergeTurnRefs(tc.transcript, refs)
+			var keptIDs []string
+			for _, r := range keptRefs {
+				keptIDs = append(keptIDs, r.ID)
+			}
+			if !slices.Equal(refOrder, tc.order) || !slices.Equal(keptIDs, tc.kept) {
+				t.Errorf("MergeTurnRefs = %q, %q; want %q, %q", refOrder, keptIDs, tc.order, tc.kept)
 			}
 		})
 	}

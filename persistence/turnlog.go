@@ -182,12 +182,112 @@ func lineID(line []byte) (id []byte, ok bool) {
 	return rest[:end], true
 }
 
+// lineRef reads the id and the anchor a turn's line begins with, as turnLine writes
+// them ({"id":"...","anchorTurnId":"...","text":... or, for a chat's first turn,
+// {"id":"...","text":...), without decoding the line: what a restart needs of a turn
+// whose body it leaves on disk. ok is false for a line that does not begin so, which
+// is then decoded whole.
+func lineRef(line []byte) (ref TurnRef, ok bool) {
+	id, ok := lineID(line)
+	if !ok || !bytes.HasSuffix(line, []byte("}\n")) {
+		return TurnRef{}, false
+	}
+	rest := line[len(`{"id":"`)+len(id)+1:]
+	if bytes.HasPrefix(rest, []byte(`,"text":`)) {
+		return TurnRef{ID: string(id)}, true
+	}
+	anchor, ok := bytes.CutPrefix(rest, []byte(`,"anchorTurnId":"`))
+	if !ok {
+		return TurnRef{}, false
+	}
+	end := bytes.IndexByte(anchor, '"')
+	if end < 0 || bytes.IndexByte(anchor[:end], '\\') >= 0 {
+		return TurnRef{}, false
+	}
+	return TurnRef{ID: string(id), AnchorTurnID: string(anchor[:end])}, true
+}
+
+// readTurnRefs reads the ids and anchors of a chat's turns from its log, in the order
+// they ran (a turn kept again stands where it first did, with its newest anchor),
+// reading each off its line's start where it can. The log is refused as readTurnLog
+// refuses it: not this chat's, or a line that does not parse before one that does; a
+// line that parses this way is not otherwise checked until it is decoded.
+func readTurnRefs(path, chat string) ([]TurnRef, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("persistence: read %s: %w", path, err)
+	}
+	defer f.Close()
+	var refs []TurnRef
+	at := map[string]int{}
+	r := bufio.NewReaderSize(f, 64<<10)
+	var offset int64
+	badAt := int64(-1)
+	for n := 0; ; n++ {
+		line, err := readLine(r, maxTurnLine)
+		if errors.Is(err, errLineTooLong) {
+			return nil, corrupt(path, "line %d is longer than %d bytes", n+1, maxTurnLine)
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("persistence: read %s: %w", path, err)
+		}
+		if len(line) == 0 || line[len(line)-1] != '\n' {
+			break
+		}
+		start := offset
+		offset += int64(len(line))
+		if n == 0 {
+			var h turnLogHeader
+			if json.Unmarshal(line, &h) != nil || h.Version != turnsLogVersion || h.Chat != chat {
+				return nil, corrupt(path, "not a turns log of version %d for chat %q", turnsLogVersion, chat)
+			}
+			continue
+		}
+		ref, ok := lineRef(line)
+		if !ok {
+			var t LocalTurn
+			if json.Unmarshal(line, &t) != nil || t.validate() != nil {
+				if badAt < 0 {
+					badAt = start
+				}
+				continue
+			}
+			ref = TurnRef{ID: t.ID, AnchorTurnID: t.AnchorTurnID}
+		}
+		if badAt >= 0 {
+			return nil, corrupt(path, "a line at byte %d does not parse, and lines after it do", badAt)
+		}
+		if i, ok := at[ref.ID]; ok {
+			refs[i] = ref
+			continue
+		}
+		at[ref.ID] = len(refs)
+		refs = append(refs, ref)
+	}
+	if offset == 0 {
+		return nil, corrupt(path, "no header line")
+	}
+	return refs, nil
+}
+
 var errLineTooLong = errors.New("line too long")
 
 // readLine reads up to and including the next newline, or to the end of the input; a
-// line longer than limit is errLineTooLong.
+// line longer than limit is errLineTooLong. A line the reader's buffer holds whole is
+// the buffer's own bytes, good until the next read: the callers decode it or copy what
+// they keep of it, so a long log is read without a copy of every line.
 func readLine(r *bufio.Reader, limit int) ([]byte, error) {
-	var line []byte
+	chunk, err := r.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		if len(chunk) > limit {
+			return nil, errLineTooLong
+		}
+		return chunk, err
+	}
+	line := append([]byte(nil), chunk...)
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if len(line)+len(chunk) > limit {

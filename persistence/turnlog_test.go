@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,6 +131,7 @@ func TestTwentyThousandTurnsComeBackAfterARestart(t *testing.T) {
 	if _, kept := MergeTurns(nil, got); len(kept) != total {
 		t.Fatalf("MergeTurns keeps %d of %d turns", len(kept), total)
 	}
+	refsAreTurns(t, again, sess, chat)
 	// A page of them, as a chat brings back turns it let go of: those asked for, in
 	// the order they ran, whatever order they are asked in; an id not kept is left out.
 	page, err := again.TurnsWithIDs(sess, chat, []string{"turn-19999", "turn-7", "turn-8", "no-such-turn", "turn-9"})
@@ -195,6 +197,7 @@ func TestTornAppendIsDroppedAndTheChatGoesOn(t *testing.T) {
 			if err != nil || len(got) != 3 || got[2].ID != "turn-2" {
 				t.Fatalf("a torn log reads %d turns, %v; want the 3 before the tear", len(got), err)
 			}
+			refsAreTurns(t, again, sess, chat)
 			if err := again.AppendTurn(sess, chat, commandTurn(3)); err != nil {
 				t.Fatalf("appending after a tear: %v", err)
 			}
@@ -234,6 +237,7 @@ func TestOlderTurnsFileIsMigrated(t *testing.T) {
 	if got, err := s.Turns(sess, chat); err != nil || len(got) != 2 || got[1].ID != "turn-1" {
 		t.Fatalf("an older chat reads %+v, %v", got, err)
 	}
+	refsAreTurns(t, s, sess, chat)
 	if err := s.AppendTurn(sess, chat, commandTurn(2)); err != nil {
 		t.Fatal(err)
 	}
@@ -397,4 +401,66 @@ func TestTurnsWithIDsReadsTheNewestLine(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("page = %q, want %q", got, want)
 	}
+	refsAreTurns(t, s, sess, chat)
+}
+
+// A restart reads only the ids and anchors of a chat's turns off their lines' starts:
+// what it gets is what a whole read gives, whatever the lines hold (a first turn with
+// no anchor, anchors, a turn kept again with a new anchor, an id or anchor with an
+// escape, which is decoded), and a log a whole read refuses is refused too.
+func TestTurnRefsAreWhatAWholeReadGives(t *testing.T) {
+	s := openTemp(t)
+	const sess, chat = "ahp-session:/refs", "ahp-chat:/refs"
+	escaped := commandTurn(3)
+	escaped.ID = `turn-"3"`
+	anchoredOnEscape := commandTurn(4)
+	anchoredOnEscape.AnchorTurnID = escaped.ID
+	moved := commandTurn(1)
+	moved.AnchorTurnID = "turn-0-again"
+	for _, turn := range []LocalTurn{commandTurn(0), commandTurn(1), commandTurn(2), escaped, anchoredOnEscape, moved} {
+		if err := s.AppendTurn(sess, chat, turn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refs := refsAreTurns(t, s, sess, chat)
+	var got []string
+	for _, r := range refs {
+		got = append(got, r.ID+"<"+r.AnchorTurnID)
+	}
+	want := []string{"turn-0<", "turn-1<turn-0-again", "turn-2<turn-1", `turn-"3"<turn-2`, `turn-4<turn-"3"`}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("refs = %q, want %q", got, want)
+	}
+
+	// A line that does not parse before lines that do: refused, as a whole read is.
+	path := filepath.Join(s.chatDir(sess, chat), turnsLogFile)
+	whole := mustRead(t, path)
+	first := bytes.IndexByte(whole, '\n') + 1
+	broken := append(append(append([]byte(nil), whole[:first]...), "not a turn\n"...), whole[first:]...)
+	if err := os.WriteFile(path, broken, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TurnRefs(sess, chat); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("TurnRefs of a log with a bad line amid good ones = %v, want ErrCorrupt", err)
+	}
+	if refs, err := s.TurnRefs(sess, "ahp-chat:/none"); err != nil || len(refs) != 0 {
+		t.Fatalf("TurnRefs of a chat with no turns = %v, %v; want none, as Turns", refs, err)
+	}
+}
+
+// refsAreTurns checks that TurnRefs gives the ids and anchors Turns gives, in its
+// order, and returns them.
+func refsAreTurns(t *testing.T, s *Store, sess, chat string) []TurnRef {
+	t.Helper()
+	turns, err := s.Turns(sess, chat)
+	refs, rerr := s.TurnRefs(sess, chat)
+	if (err == nil) != (rerr == nil) || len(refs) != len(turns) {
+		t.Fatalf("TurnRefs: %d, %v; Turns: %d, %v", len(refs), rerr, len(turns), err)
+	}
+	for i := range turns {
+		if refs[i].ID != turns[i].ID || refs[i].AnchorTurnID != turns[i].AnchorTurnID {
+			t.Fatalf("ref %d is %q after %q; the turn is %q after %q", i, refs[i].ID, refs[i].AnchorTurnID, turns[i].ID, turns[i].AnchorTurnID)
+		}
+	}
+	return refs
 }

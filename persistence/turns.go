@@ -226,6 +226,35 @@ func (s *Store) TurnsWithIDs(session, chat string, ids []string) ([]LocalTurn, e
 	return s.readTurnsOf(session, chat, want)
 }
 
+// TurnRef is what ordering a chat's turns needs of a local turn: its id and the turn
+// it is anchored to.
+type TurnRef struct {
+	ID, AnchorTurnID string
+}
+
+// TurnRefs is what a restart needs of a chat's local turns when it holds only its
+// newest: each turn's ref, in the order they ran, as Turns would give them. A line is
+// decoded only where its ref cannot be read off its start, so a chat of 20,000 turns
+// comes back without decoding 20,000 results; TurnsWithIDs then reads the bodies it
+// holds.
+func (s *Store) TurnRefs(session, chat string) ([]TurnRef, error) {
+	if !s.keeps() || session == "" || chat == "" {
+		return nil, nil
+	}
+	cdir := s.chatDir(session, chat)
+	refs, err := readTurnRefs(filepath.Join(cdir, turnsLogFile), chat)
+	if errors.Is(err, ErrNotFound) {
+		// An older version's turns.json: read whole, as it is small or migrated soon.
+		turns, err := readLegacyTurns(filepath.Join(cdir, turnsFile), chat)
+		refs = make([]TurnRef, len(turns))
+		for i, t := range turns {
+			refs[i] = TurnRef{ID: t.ID, AnchorTurnID: t.AnchorTurnID}
+		}
+		return refs, err
+	}
+	return refs, err
+}
+
 // readTurns reads the chat's local turns from its log, or from the turns.json of an
 // older version where there is no log yet.
 func (s *Store) readTurns(session, chat string) ([]LocalTurn, error) {
@@ -258,14 +287,42 @@ func (s *Store) readTurnsOf(session, chat string, want map[string]bool) ([]Local
 // whose ID the transcript already holds (a live chat's state holds the turns the host
 // ran) is kept where the transcript has it. A repeated local ID keeps its first turn.
 //
-// order is every turn id in order; kept is the local turns that stayed, in the order
+// order is every turn id in order; keptTurns is the local turns that stayed, in the order
 // they ran. A local turn in neither was dropped, and RemoveTurns may forget it.
-func MergeTurns(transcript []string, local []LocalTurn) (order []string, kept []LocalTurn) {
+func MergeTurns(transcript []string, local []LocalTurn) (order []string, keptTurns []LocalTurn) {
+	refs := make([]TurnRef, len(local))
+	for i, t := range local {
+		refs[i] = TurnRef{ID: t.ID, AnchorTurnID: t.AnchorTurnID}
+	}
+	order, keep := mergeRefs(transcript, refs)
+	return order, kept(local, keep)
+}
+
+// MergeTurnRefs is MergeTurns of the turns' refs (TurnRefs), for a restart that reads
+// the bodies of only the turns it holds.
+func MergeTurnRefs(transcript []string, local []TurnRef) (order []string, keptRefs []TurnRef) {
+	order, keep := mergeRefs(transcript, local)
+	return order, kept(local, keep)
+}
+
+// kept is the elements of all that keep says to keep, in order.
+func kept[T any](all []T, keep []bool) []T {
+	var out []T
+	for i, e := range all {
+		if keep[i] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// mergeRefs is MergeTurns' order, and which of local it keeps.
+func mergeRefs(transcript []string, local []TurnRef) (order []string, keep []bool) {
 	inTranscript := make(map[string]bool, len(transcript))
 	for _, id := range transcript {
 		inTranscript[id] = true
 	}
-	keep := make([]bool, len(local))
+	keep = make([]bool, len(local))
 	children := make(map[string][]int) // anchor id -> indexes into local, in run order
 	seen := make(map[string]bool, len(local))
 	for i, t := range local {
@@ -308,10 +365,5 @@ func MergeTurns(transcript []string, local []LocalTurn) (order []string, kept []
 		order = append(order, id)
 		place(id)
 	}
-	for i, t := range local {
-		if keep[i] {
-			kept = append(kept, t)
-		}
-	}
-	return order, kept
+	return order, keep
 }

@@ -123,21 +123,16 @@ func (s *session) bringIn(c *chat, n int, always bool) error {
 		return nil
 	}
 	ids := c.older[len(c.older)-n:]
-	kept, err := s.store.TurnsWithIDs(s.uri, c.uri, ids)
+	kept, err := s.readKept(c, ids)
 	if err != nil {
 		return err
 	}
-	byID := make(map[string]persistence.LocalTurn, len(kept))
+	turns := make([]messages.Turn, 0, len(kept))
 	for _, t := range kept {
-		byID[t.ID] = t
+		turns = append(turns, keptTurn(t))
+		c.kept[t.ID] = true
 	}
-	turns := make([]messages.Turn, 0, n)
 	for _, id := range ids {
-		// In the chat's order, which MergeTurns gave, not the log's.
-		if t, ok := byID[id]; ok {
-			turns = append(turns, keptTurn(t))
-			c.kept[id] = true
-		}
 		delete(c.isOlder, id)
 	}
 	c.older = c.older[:len(c.older)-n]
@@ -148,6 +143,27 @@ func (s *session) bringIn(c *chat, n int, always bool) error {
 	// Paging in history changes nothing of the chat's: its date stays.
 	s.publishAt(c, raw, nil, c.state.ModifiedAt())
 	return nil
+}
+
+// readKept reads the kept turns with the given ids from the store, in the order ids
+// has them (the chat's, which MergeTurns gave, not necessarily the log's). An id whose
+// line is gone or no longer decodes is left out.
+func (s *session) readKept(c *chat, ids []string) ([]persistence.LocalTurn, error) {
+	turns, err := s.store.TurnsWithIDs(s.uri, c.uri, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]persistence.LocalTurn, len(turns))
+	for _, t := range turns {
+		byID[t.ID] = t
+	}
+	inOrder := turns[:0]
+	for _, id := range ids {
+		if t, ok := byID[id]; ok {
+			inOrder = append(inOrder, t)
+		}
+	}
+	return inOrder, nil
 }
 
 // bringInFor brings in what a subscribe's view asks for before its snapshot: every
