@@ -15,13 +15,22 @@ func TestServeBusyEndsWithItsInput(t *testing.T) {
 		defer close(done)
 		ServeBusy(2, r)
 	}()
-	if _, err := w.Write([]byte("anything\n")); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-done:
-		t.Fatal("ServeBusy returned while its input was still open")
-	default:
+	// A pipe's write returns once the other end read it: while ServeBusy reads on,
+	// every write returns, and should it stop early the write waits while done closes.
+	for range 3 {
+		wrote := make(chan error, 1)
+		go func() {
+			_, err := w.Write([]byte("anything\n"))
+			wrote <- err
+		}()
+		select {
+		case <-done:
+			t.Fatal("ServeBusy returned while its input was still open")
+		case err := <-wrote:
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	w.Close()
 	select {
