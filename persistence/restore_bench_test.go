@@ -44,3 +44,40 @@ func BenchmarkRestoreLongChat(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFindToolCallTurn finds the turn of one tool call in a chat of 20,000 kept
+// turns, as a chat does for the terminal of a turn it let go of: whole (every turn
+// decoded, as before) and by the lines that name the call.
+func BenchmarkFindToolCallTurn(b *testing.B) {
+	s := openTemp(b)
+	const sess, chat, total = "ahp-session:/long", "ahp-chat:/long", 20_000
+	turns := make([]LocalTurn, 0, total)
+	for n := range total {
+		turns = append(turns, commandTurn(n))
+	}
+	if _, err := s.rewriteTurnLogLocked(sess, chat, turns); err != nil {
+		b.Fatal(err)
+	}
+	const call = "cmd-123"
+	b.Run("whole", func(b *testing.B) {
+		for range b.N {
+			all, err := s.Turns(sess, chat)
+			found := 0
+			for _, t := range all {
+				if t.ToolCallID == call {
+					found++
+				}
+			}
+			if err != nil || found != 1 {
+				b.Fatal(found, err)
+			}
+		}
+	})
+	b.Run("named", func(b *testing.B) {
+		for range b.N {
+			if got, err := s.TurnsOfToolCall(sess, chat, call); err != nil || len(got) != 1 {
+				b.Fatal(len(got), err)
+			}
+		}
+	})
+}

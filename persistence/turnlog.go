@@ -82,12 +82,55 @@ type turnLogScan struct {
 	torn bool
 }
 
+// turnWant says which of a log's turns a read decodes and returns: those whose ids
+// are in ids, or, with toolCall, the turns of that tool call.
+type turnWant struct {
+	ids map[string]bool
+	// toolCall and toolCallMember (its member as turnLine writes it) pick the turns
+	// of one tool call.
+	toolCall       string
+	toolCallMember []byte
+}
+
+func wantIDs(ids []string) *turnWant {
+	w := &turnWant{ids: make(map[string]bool, len(ids))}
+	for _, id := range ids {
+		w.ids[id] = true
+	}
+	return w
+}
+
+func wantToolCall(id string) *turnWant {
+	quoted, _ := json.Marshal(id) // escaped as turnLine's json.Marshal escapes it
+	return &turnWant{toolCall: id, toolCallMember: append([]byte(`"toolCallId":`), quoted...)}
+}
+
+// skips reports whether a line is surely not one w wants, read off its bytes: an id
+// at its start that w does not name, or no member naming w's tool call. A line it
+// cannot tell of is decoded and asked of with wants.
+func (w *turnWant) skips(line []byte) bool {
+	if w.toolCallMember != nil {
+		// A JSON string holds no unescaped quote, so the member's bytes occur in a
+		// turn's line only as the member itself, or not at all.
+		return !bytes.Contains(line, w.toolCallMember)
+	}
+	id, ok := lineID(line)
+	return ok && !w.ids[string(id)]
+}
+
+func (w *turnWant) wants(t *LocalTurn) bool {
+	if w.toolCallMember != nil {
+		return t.ToolCallID == w.toolCall
+	}
+	return w.ids[t.ID]
+}
+
 // readTurnLog reads a chat's log. A log that is not there is ErrNotFound; one whose
 // header is not this chat's, or that holds a bad line before a good one, wraps
 // ErrCorrupt. seed hashes the ids for the scan's turnLog. With want, only the turns
-// whose ids it wants are decoded and returned (the scan's turnLog is then not the
-// whole log's): a page of a long chat costs a read of its log, not a decode of it.
-func readTurnLog(path, chat string, seed maphash.Seed, want map[string]bool) (turnLogScan, error) {
+// it wants are decoded and returned (the scan's turnLog is then not the whole log's):
+// a page of a long chat costs a read of its log, not a decode of it.
+func readTurnLog(path, chat string, seed maphash.Seed, want *turnWant) (turnLogScan, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return turnLogScan{}, ErrNotFound
@@ -127,11 +170,9 @@ func readTurnLog(path, chat string, seed maphash.Seed, want map[string]bool) (tu
 			sc.log.size = offset
 			continue
 		}
-		if want != nil {
-			if id, ok := lineID(line); ok && !want[string(id)] {
-				sc.log.size = offset
-				continue
-			}
+		if want != nil && want.skips(line) {
+			sc.log.size = offset
+			continue
 		}
 		var t LocalTurn
 		if json.Unmarshal(line, &t) != nil || t.validate() != nil {
@@ -143,7 +184,7 @@ func readTurnLog(path, chat string, seed maphash.Seed, want map[string]bool) (tu
 		if badAt >= 0 {
 			return turnLogScan{}, corrupt(path, "a line at byte %d does not parse, and lines after it do", badAt)
 		}
-		if want != nil && !want[t.ID] {
+		if want != nil && !want.wants(&t) {
 			sc.log.size = offset
 			continue
 		}

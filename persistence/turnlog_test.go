@@ -464,3 +464,29 @@ func refsAreTurns(t *testing.T, s *Store, sess, chat string) []TurnRef {
 	}
 	return refs
 }
+
+// The turn of a tool call is found by the lines that name it: its newest line, an
+// escaped id matched as written, none for a call nobody ran.
+func TestTurnsOfToolCall(t *testing.T) {
+	s := openTemp(t)
+	const sess, chat = "ahp-session:/calls", "ahp-chat:/calls"
+	odd := commandTurn(2)
+	odd.ToolCallID = `cmd-"<2>"`
+	again := commandTurn(1)
+	again.Text = "!echo again"
+	for _, turn := range []LocalTurn{commandTurn(0), commandTurn(1), odd, again} {
+		if err := s.AppendTurn(sess, chat, turn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for call, want := range map[string]string{"cmd-1": "turn-1 !echo again", odd.ToolCallID: "turn-2 !echo 2", "cmd-0": "turn-0 !echo 0", "cmd-9": ""} {
+		turns, err := s.TurnsOfToolCall(sess, chat, call)
+		var got []string
+		for _, turn := range turns {
+			got = append(got, turn.ID+" "+turn.Text)
+		}
+		if err != nil || strings.Join(got, "|") != want {
+			t.Errorf("TurnsOfToolCall(%q) = %q, %v; want %q", call, got, err, want)
+		}
+	}
+}

@@ -219,11 +219,17 @@ func (s *Store) TurnsWithIDs(session, chat string, ids []string) ([]LocalTurn, e
 	if !s.keeps() || session == "" || chat == "" || len(ids) == 0 {
 		return nil, nil
 	}
-	want := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		want[id] = true
+	return s.readTurnsOf(session, chat, wantIDs(ids))
+}
+
+// TurnsOfToolCall returns the chat's local turns whose tool call is toolCallID, in the
+// order they ran (a `!` command's turn is its call's only one), decoding only the lines
+// that name it: how a chat finds the terminal of a turn it let go of.
+func (s *Store) TurnsOfToolCall(session, chat, toolCallID string) ([]LocalTurn, error) {
+	if !s.keeps() || session == "" || chat == "" || toolCallID == "" {
+		return nil, nil
 	}
-	return s.readTurnsOf(session, chat, want)
+	return s.readTurnsOf(session, chat, wantToolCall(toolCallID))
 }
 
 // TurnRef is what ordering a chat's turns needs of a local turn: its id and the turn
@@ -262,13 +268,13 @@ func (s *Store) readTurns(session, chat string) ([]LocalTurn, error) {
 }
 
 // readTurnsOf is readTurns of the turns want names (all of them for nil).
-func (s *Store) readTurnsOf(session, chat string, want map[string]bool) ([]LocalTurn, error) {
+func (s *Store) readTurnsOf(session, chat string, want *turnWant) ([]LocalTurn, error) {
 	cdir := s.chatDir(session, chat)
 	sc, err := readTurnLog(filepath.Join(cdir, turnsLogFile), chat, s.seed, want)
 	if errors.Is(err, ErrNotFound) {
 		turns, err := readLegacyTurns(filepath.Join(cdir, turnsFile), chat)
 		if want != nil {
-			turns = slices.DeleteFunc(turns, func(t LocalTurn) bool { return !want[t.ID] })
+			turns = slices.DeleteFunc(turns, func(t LocalTurn) bool { return !want.wants(&t) })
 		}
 		return turns, err
 	}

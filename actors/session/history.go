@@ -217,7 +217,7 @@ func (s *session) olderTerminal(c *chat, toolCallID, uri string) (messages.Termi
 	if len(c.older) == 0 {
 		return messages.TerminalContent{}, false
 	}
-	turns, err := s.store.Turns(s.uri, c.uri)
+	turns, err := s.store.TurnsOfToolCall(s.uri, c.uri, toolCallID)
 	if err != nil {
 		return messages.TerminalContent{}, false
 	}
