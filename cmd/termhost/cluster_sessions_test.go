@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -94,6 +95,15 @@ func runClusterSessions(t *testing.T, provider func(slot int) []string) {
 	}
 	if onB, onC := sessionTitles(t, ctx, b.dial(ctx, "lister-b"))[far], sessionTitles(t, ctx, rootC)[far]; onB == "" || onB != onC {
 		t.Fatalf("%s is titled %q on node b and %q on node c", far, onB, onC)
+	}
+	// fetchTurns reaches the chat on node b: with nothing older to bring in it answers
+	// {}, and a cursor node b never gave comes back refused as node b refused it.
+	if r, err := ca.Request(ctx, "fetchTurns", map[string]any{"channel": chat}); err != nil || string(r) != "{}" {
+		t.Fatalf("fetchTurns of %s from node a: %s, %v", chat, r, err)
+	}
+	var refused *messages.Error
+	if _, err := ca.Request(ctx, "fetchTurns", map[string]any{"channel": chat, "cursor": "not-a-cursor"}); !errors.As(err, &refused) || refused.Code != messages.CodeInvalidParams {
+		t.Fatalf("fetchTurns of %s from node a with a cursor node b never gave: %v, want -32602", chat, err)
 	}
 	ta := a.dial(ctx, "ta")
 	if st, _, _ := subscribeStream(t, ctx, ta, term); !strings.Contains(st.Text(), "hi-9") {
