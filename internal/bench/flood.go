@@ -252,26 +252,44 @@ func (s *rssSampler) stop() int64 {
 // cpuMeter measures, between its start and stop, one process's CPU time and the
 // share of the machine's CPUs that were busy. ok is false where /proc does not say.
 type cpuMeter struct {
-	pid      int
-	process  float64 // the process's CPU seconds
-	busy     float64 // the machine's busy share, 0 to 1
-	switches int64   // the machine's context switches
-	ok       bool
+	pid     int
+	process float64 // the process's CPU seconds
+	// children is its children's CPU seconds (procstat.ChildrenCPUSeconds), with
+	// meterCPUAndChildren; reading them lists /proc, so the others leave it out.
+	children     float64
+	withChildren bool
+	busy         float64 // the machine's busy share, 0 to 1
+	switches     int64   // the machine's context switches
+	ok           bool
 
-	startCPU     float64
-	startMachine procstat.Machine
+	startCPU, startChildren float64
+	startMachine            procstat.Machine
 }
 
-func meterCPU(pid int) *cpuMeter {
-	m := &cpuMeter{pid: pid}
-	if pid == 0 {
+func meterCPU(pid int) *cpuMeter { return startMeter(&cpuMeter{pid: pid}) }
+
+// meterCPUAndChildren is meterCPU that also measures the process's children.
+func meterCPUAndChildren(pid int) *cpuMeter {
+	return startMeter(&cpuMeter{pid: pid, withChildren: true})
+}
+
+func startMeter(m *cpuMeter) *cpuMeter {
+	if m.pid == 0 {
 		return m
 	}
-	cpu, ok1 := procstat.CPUSeconds(pid)
-	ms, ok2 := procstat.ReadMachine()
-	m.ok = ok1 && ok2
-	m.startCPU, m.startMachine = cpu, ms
+	kids, ok2 := m.childrenCPU()
+	cpu, ok1 := procstat.CPUSeconds(m.pid)
+	ms, ok3 := procstat.ReadMachine()
+	m.ok = ok1 && ok2 && ok3
+	m.startCPU, m.startChildren, m.startMachine = cpu, kids, ms
 	return m
+}
+
+func (m *cpuMeter) childrenCPU() (float64, bool) {
+	if !m.withChildren {
+		return 0, true
+	}
+	return procstat.ChildrenCPUSeconds(m.pid)
 }
 
 func (m *cpuMeter) stop() {
@@ -279,12 +297,14 @@ func (m *cpuMeter) stop() {
 		return
 	}
 	cpu, ok1 := procstat.CPUSeconds(m.pid)
-	ms, ok2 := procstat.ReadMachine()
-	if !ok1 || !ok2 || ms.Total <= m.startMachine.Total {
+	ms, ok3 := procstat.ReadMachine()
+	kids, ok2 := m.childrenCPU()
+	if !ok1 || !ok2 || !ok3 || ms.Total <= m.startMachine.Total {
 		m.ok = false
 		return
 	}
 	m.process = cpu - m.startCPU
+	m.children = kids - m.startChildren
 	m.busy = float64(ms.Busy-m.startMachine.Busy) / float64(ms.Total-m.startMachine.Total)
 	m.switches = ms.Switches - m.startMachine.Switches
 }

@@ -49,6 +49,8 @@ type turnRun struct {
 	failed int
 	// cpu measured the run: the host's process (or, raw, this one) and the machine.
 	cpu *cpuMeter
+	// clients measured this process, the turns' clients, when the host is another.
+	clients *cpuMeter
 }
 
 // machineCPUPerTurn is the CPU time the whole machine spent per turn (or raw shell).
@@ -137,6 +139,15 @@ func runSessions(ctx context.Context, e *env, r *report.Result) error {
 		// interactive shell.
 		if host.cpu != nil && host.cpu.ok && !e.cfg.InProcess {
 			r.Add(report.Figure{Name: "host process CPU per turn, " + label, Value: host.cpu.process / float64(host.turns), Unit: report.UnitSeconds})
+			// The shells the host started (the turns', spares, the ones retired),
+			// against the interactive shells the raw side spawned, each per turn.
+			f := r.Add(report.Figure{Name: "host's shells' CPU per turn, " + label, Value: host.cpu.children / float64(host.turns), Unit: report.UnitSeconds})
+			if rc := raw[1].cpu; rc != nil && rc.ok && raw[1].turns > 0 {
+				f.WithRaw(rc.children / float64(raw[1].turns))
+			}
+		}
+		if cl := host.clients; cl != nil && cl.ok {
+			r.Add(report.Figure{Name: "the bench's clients' CPU per turn, " + label, Value: cl.process / float64(host.turns), Unit: report.UnitSeconds})
 		}
 		if m, ok := host.machineCPUPerTurn(); ok {
 			f := r.Add(report.Figure{Name: "machine CPU per turn, " + label, Value: m, Unit: report.UnitSeconds})
@@ -224,7 +235,7 @@ func (e *env) rawTurns(ctx context.Context, workers int, d time.Duration, intera
 	var mu sync.Mutex // guards out
 	out := turnRun{}
 	g, gctx := errgroup.WithContext(ctx)
-	out.cpu = meterCPU(os.Getpid())
+	out.cpu = meterCPUAndChildren(os.Getpid())
 	start := time.Now()
 	deadline := start.Add(d)
 	for range workers {

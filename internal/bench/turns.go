@@ -82,7 +82,11 @@ func (e *env) turnsBackToBack(ctx context.Context, ctls []*ctl, chats []benchCha
 	stop := e.prog.every(func() string { return fmt.Sprintf("%s: %d session(s), %d turns", label, len(chats), done.Load()) })
 	defer stop()
 	g, gctx := errgroup.WithContext(ctx)
-	out.cpu = meterCPU(e.pid)
+	out.cpu = meterCPUAndChildren(e.pid)
+	if !e.cfg.InProcess {
+		// The clients are this process: what driving the turns costs the machine.
+		out.clients = meterCPU(os.Getpid())
+	}
 	start := time.Now()
 	deadline := start.Add(d)
 	for i, k := range ctls {
@@ -112,5 +116,8 @@ func (e *env) turnsBackToBack(ctx context.Context, ctls []*ctl, chats []benchCha
 	err := g.Wait()
 	out.elapsed = time.Since(start)
 	out.cpu.stop()
+	if out.clients != nil {
+		out.clients.stop()
+	}
 	return out, err
 }

@@ -85,19 +85,8 @@ func Children(parent int) ([]Child, bool) {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// The command name is in parentheses and may hold spaces: the fields that
-		// follow start after the last ')'.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 || i+2 > len(s) {
-			continue
-		}
-		f := strings.Fields(s[i+2:])
-		if len(f) > 1 && f[1] == want {
+		f, ok := statFields(pid)
+		if ok && len(f) > 1 && f[1] == want {
 			out = append(out, Child{pid: pid, state: f[0]})
 		}
 	}
@@ -121,26 +110,66 @@ const ClockTicks = 100
 
 // CPUSeconds is the CPU time a process has used, user and system, in seconds.
 func CPUSeconds(pid int) (float64, bool) {
+	t, ok := readTimes(pid)
+	return float64(t.own) / ClockTicks, ok
+}
+
+// ChildrenCPUSeconds is the CPU time, in seconds, of a process's children: those it
+// has reaped (with what they reaped), and those still running (with what they
+// reaped). Two readings give what the children used between them, a child that
+// lived across either reading included; the process's own time is not in it.
+func ChildrenCPUSeconds(parent int) (float64, bool) {
+	t, ok := readTimes(parent)
+	if !ok {
+		return 0, false
+	}
+	total := t.reaped
+	kids, _ := Children(parent)
+	for _, k := range kids {
+		// A child gone since the listing was reaped into the parent's times
+		// after the read above, or not yet: it is missed either way, once.
+		if kt, ok := readTimes(k.pid); ok {
+			total += kt.own + kt.reaped
+		}
+	}
+	return float64(total) / ClockTicks, true
+}
+
+// times are a process's CPU times in clock ticks: its own (utime + stime) and its
+// reaped children's (cutime + cstime).
+type times struct{ own, reaped int64 }
+
+func readTimes(pid int) (times, bool) {
+	f, ok := statFields(pid)
+	// After the name: state is field 3, utime 14, stime 15, cutime 16 and cstime 17
+	// (man 5 proc), so f[11] to f[14].
+	if !ok || len(f) < 15 {
+		return times{}, false
+	}
+	var v [4]int64
+	for i := range v {
+		n, err := strconv.ParseInt(f[11+i], 10, 64)
+		if err != nil {
+			return times{}, false
+		}
+		v[i] = n
+	}
+	return times{own: v[0] + v[1], reaped: v[2] + v[3]}, true
+}
+
+// statFields are the fields of /proc/<pid>/stat after the command's name, which is in
+// parentheses and may hold spaces: f[0] is the state (field 3).
+func statFields(pid int) ([]string, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, false
+		return nil, false
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 || i+2 > len(s) {
-		return 0, false
+		return nil, false
 	}
-	// After the name: state is field 3, utime 14 and stime 15 (man 5 proc).
-	f := strings.Fields(s[i+2:])
-	if len(f) < 13 {
-		return 0, false
-	}
-	user, err1 := strconv.ParseInt(f[11], 10, 64)
-	sys, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return float64(user+sys) / ClockTicks, true
+	return strings.Fields(s[i+2:]), true
 }
 
 // Machine is one reading of /proc/stat: the machine's CPU time spent busy and in
