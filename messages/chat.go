@@ -153,10 +153,11 @@ func (s ChatState) DropOldestTurns(n int, cursor string) {
 	turns := st.list("turns")
 	n = min(max(n, 0), len(turns))
 	st["turns"] = append([]any(nil), turns[n:]...)
-	s.setTurnsCursor(cursor)
+	s.SetTurnsCursor(cursor)
 }
 
-func (s ChatState) setTurnsCursor(cursor string) {
+// SetTurnsCursor sets the cursor that pages older turns in, or clears it ("").
+func (s ChatState) SetTurnsCursor(cursor string) {
 	if cursor == "" {
 		delete(s, "turnsNextCursor")
 		return
@@ -331,7 +332,7 @@ func (s ChatState) turnsLoaded(a object) {
 	}
 	st["turns"] = append(turns, have...)
 	if cursor, ok := a["turnsNextCursor"].(string); ok {
-		s.setTurnsCursor(cursor)
+		s.SetTurnsCursor(cursor)
 	} else {
 		delete(st, "turnsNextCursor")
 	}

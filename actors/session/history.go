@@ -48,8 +48,6 @@ type history struct {
 	// older are the ids of the kept turns the state let go of, oldest first: the
 	// turns before the state's first.
 	older []string
-	// isOlder says which ids older holds.
-	isOlder map[string]bool
 	// ids are every turn's the chat has had, held, let go of or running: a
 	// turnStarted naming one is refused, and the reducer asks them (hadTurn)
 	// rather than looking through every turn held, so a turn's fold costs the same
@@ -67,7 +65,6 @@ type history struct {
 }
 
 func (h *history) init() {
-	h.isOlder = map[string]bool{}
 	h.kept = map[string]bool{}
 	h.ids = map[string]bool{}
 }
@@ -103,7 +100,6 @@ func (s *session) letGo(c *chat) {
 	n := 0
 	for n < len(ids)-heldTurns && c.kept[ids[n]] {
 		delete(c.kept, ids[n])
-		c.isOlder[ids[n]] = true
 		n++
 	}
 	if n == 0 {
@@ -131,9 +127,6 @@ func (s *session) bringIn(c *chat, n int, always bool) error {
 	for _, t := range kept {
 		turns = append(turns, keptTurn(t))
 		c.kept[t.ID] = true
-	}
-	for _, id := range ids {
-		delete(c.isOlder, id)
 	}
 	c.older = c.older[:len(c.older)-n]
 	raw, err := c.state.Apply(messages.ChatTurnsLoadedAction{Turns: turns, TurnsNextCursor: c.cursor()})
@@ -222,7 +215,9 @@ func (s *session) olderTerminal(c *chat, toolCallID, uri string) (messages.Termi
 		return messages.TerminalContent{}, false
 	}
 	for i := len(turns) - 1; i >= 0; i-- {
-		if t := turns[i]; t.ToolCallID == toolCallID && c.isOlder[t.ID] {
+		// Held turns were looked through already; a turn the chat never had (one
+		// MergeTurns dropped) names nothing.
+		if t := turns[i]; t.ToolCallID == toolCallID && c.hadTurn(t.ID) {
 			st := messages.NewChatState(c.uri, "", "")
 			st.AppendTurn(keptTurn(t))
 			return st.TerminalContent(toolCallID, uri)

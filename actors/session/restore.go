@@ -28,13 +28,12 @@ func (s *session) restore() {
 		}
 		for _, t := range kept[:held] {
 			c.older = append(c.older, t.ID)
-			c.isOlder[t.ID] = true
 		}
 		s.holdNewest(c, kept[held:])
 		if len(kept) > 0 {
 			c.lastTurn = kept[len(kept)-1].ID
 		}
-		c.state.DropOldestTurns(0, c.cursor())
+		c.state.SetTurnsCursor(c.cursor())
 		s.chats[chatURI] = c
 		s.order = append(s.order, chatURI)
 		// Nobody is subscribed yet: the action only folds.

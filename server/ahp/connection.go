@@ -982,6 +982,12 @@ func (c *connection) disposeSession(ctx actor.Context, id json.RawMessage, raw j
 // askSession sends a session request to the host and answers with its result: null,
 // or {chat} for a create.
 func (c *connection) askSession(ctx actor.Context, id json.RawMessage, m any) {
+	c.askSessionAnswering(ctx, id, m, nil)
+}
+
+// askSessionAnswering is askSession whose success, with no chat to name, answers done
+// (a command whose result the schema makes an object answers {}, not null).
+func (c *connection) askSessionAnswering(ctx actor.Context, id json.RawMessage, m any, done any) {
 	f := ctx.RequestFuture(c.cfg.Root, m, channel.RequestTimeout)
 	ctx.ReenterAfter(f, func(res interface{}, err error) {
 		r, ok := res.(*session.Result)
@@ -993,7 +999,7 @@ func (c *connection) askSession(ctx actor.Context, id json.RawMessage, m any) {
 		case r.Chat != "":
 			c.reply(id, map[string]any{"chat": r.Chat})
 		default:
-			c.reply(id, nil)
+			c.reply(id, done)
 		}
 	})
 }
@@ -1083,16 +1089,5 @@ func (c *connection) fetchTurns(ctx actor.Context, id json.RawMessage, raw json.
 		c.fail(id, c.refusal(grant))
 		return
 	}
-	f := ctx.RequestFuture(c.cfg.Root, &session.FetchTurns{Chat: p.Channel, Cursor: p.Cursor, Who: c.cfg.Principal}, channel.RequestTimeout)
-	ctx.ReenterAfter(f, func(res interface{}, err error) {
-		r, ok := res.(*session.Result)
-		switch {
-		case err != nil || !ok:
-			c.fail(id, messages.Errorf(messages.CodeInternalError, "Internal error: no answer from the chat"))
-		case r.Err != nil:
-			c.fail(id, r.Err)
-		default:
-			c.reply(id, struct{}{})
-		}
-	})
+	c.askSessionAnswering(ctx, id, &session.FetchTurns{Chat: p.Channel, Cursor: p.Cursor, Who: c.cfg.Principal}, struct{}{})
 }
