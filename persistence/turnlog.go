@@ -131,81 +131,110 @@ func (w *turnWant) wants(t *LocalTurn) bool {
 // it wants are decoded and returned (the scan's turnLog is then not the whole log's):
 // a page of a long chat costs a read of its log, not a decode of it.
 func readTurnLog(path, chat string, seed maphash.Seed, want *turnWant) (turnLogScan, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return turnLogScan{}, ErrNotFound
-	}
-	if err != nil {
-		return turnLogScan{}, fmt.Errorf("persistence: read %s: %w", path, err)
-	}
-	defer f.Close()
 	sc := turnLogScan{log: turnLog{lines: map[uint64]int64{}}}
 	at := map[string]int{} // id -> index in turns
+	header, torn, err := eachTurnLine(path, chat, func(line []byte, end int64) lineKind {
+		if want != nil && want.skips(line) {
+			sc.log.size = end
+			return lineSkipped
+		}
+		var t LocalTurn
+		if json.Unmarshal(line, &t) != nil || t.validate() != nil {
+			return lineBad
+		}
+		sc.log.size = end
+		if want != nil && !want.wants(&t) {
+			return lineTurn
+		}
+		h := maphash.String(seed, t.ID)
+		sc.log.dead += sc.log.lines[h]
+		sc.log.lines[h] = int64(len(line))
+		if i, ok := at[t.ID]; ok {
+			sc.turns[i] = t
+			return lineTurn
+		}
+		at[t.ID] = len(sc.turns)
+		sc.turns = append(sc.turns, t)
+		return lineTurn
+	})
+	if err != nil {
+		return turnLogScan{}, err
+	}
+	sc.log.size = max(sc.log.size, header)
+	sc.torn = torn
+	return sc, nil
+}
+
+// lineKind is what a reader of a log made of one of its lines.
+type lineKind int
+
+const (
+	lineTurn    lineKind = iota // a turn's line, taken
+	lineSkipped                 // not one the reader wants, told without decoding it
+	lineBad                     // a line that does not parse
+)
+
+// eachTurnLine reads a chat's log: it checks the header line, then hands each whole
+// line after it to line, with the offset where it ends. A log that is not there is
+// ErrNotFound; one whose header is not this chat's, or where a bad line comes before a
+// turn's, wraps ErrCorrupt. header is where the header line ends; torn says bytes
+// after the last line taken or skipped were dropped: a line cut short, or bad lines
+// at the end, as a crash in the middle of an append leaves them.
+func eachTurnLine(path, chat string, line func(b []byte, end int64) lineKind) (header int64, torn bool, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false, ErrNotFound
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("persistence: read %s: %w", path, err)
+	}
+	defer f.Close()
 	r := bufio.NewReaderSize(f, 64<<10)
 	var offset int64
 	badAt := int64(-1) // where the first line that does not parse starts
 	for n := 0; ; n++ {
-		line, err := readLine(r, maxTurnLine)
+		b, err := readLine(r, maxTurnLine)
 		if errors.Is(err, errLineTooLong) {
-			return turnLogScan{}, corrupt(path, "line %d is longer than %d bytes", n+1, maxTurnLine)
+			return 0, false, corrupt(path, "line %d is longer than %d bytes", n+1, maxTurnLine)
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			return turnLogScan{}, fmt.Errorf("persistence: read %s: %w", path, err)
+			return 0, false, fmt.Errorf("persistence: read %s: %w", path, err)
 		}
-		if len(line) == 0 || line[len(line)-1] != '\n' {
+		if len(b) == 0 || b[len(b)-1] != '\n' {
 			// The end of the file: nothing, or a line cut short.
-			sc.torn = len(line) > 0 || badAt >= 0
+			torn = len(b) > 0 || badAt >= 0
 			break
 		}
 		start := offset
-		offset += int64(len(line))
+		offset += int64(len(b))
 		if n == 0 {
 			var h turnLogHeader
-			if json.Unmarshal(line, &h) != nil || h.Version != turnsLogVersion {
-				return turnLogScan{}, corrupt(path, "not a turns log of version %d", turnsLogVersion)
+			if json.Unmarshal(b, &h) != nil || h.Version != turnsLogVersion {
+				return 0, false, corrupt(path, "not a turns log of version %d", turnsLogVersion)
 			}
 			if h.Chat != chat {
-				return turnLogScan{}, corrupt(path, "kept for chat %q, not %q", h.Chat, chat)
+				return 0, false, corrupt(path, "kept for chat %q, not %q", h.Chat, chat)
 			}
-			sc.log.size = offset
+			header = offset
 			continue
 		}
-		if want != nil && want.skips(line) {
-			sc.log.size = offset
-			continue
-		}
-		var t LocalTurn
-		if json.Unmarshal(line, &t) != nil || t.validate() != nil {
+		switch line(b, offset) {
+		case lineBad:
 			if badAt < 0 {
 				badAt = start
 			}
-			continue
+		case lineTurn:
+			if badAt >= 0 {
+				return 0, false, corrupt(path, "a line at byte %d does not parse, and lines after it do", badAt)
+			}
 		}
-		if badAt >= 0 {
-			return turnLogScan{}, corrupt(path, "a line at byte %d does not parse, and lines after it do", badAt)
-		}
-		if want != nil && !want.wants(&t) {
-			sc.log.size = offset
-			continue
-		}
-		size := int64(len(line))
-		h := maphash.String(seed, t.ID)
-		sc.log.dead += sc.log.lines[h]
-		sc.log.lines[h] = size
-		sc.log.size = offset
-		if i, ok := at[t.ID]; ok {
-			sc.turns[i] = t
-			continue
-		}
-		at[t.ID] = len(sc.turns)
-		sc.turns = append(sc.turns, t)
 	}
-	if sc.log.size == 0 {
+	if header == 0 {
 		// Not even a header: a log is made whole with its first line, so this one
 		// was written by something else.
-		return turnLogScan{}, corrupt(path, "no header line")
+		return 0, false, corrupt(path, "no header line")
 	}
-	return sc, nil
+	return header, torn, nil
 }
 
 // lineID reads the id a turn's line begins with, as turnLine writes it
@@ -254,62 +283,27 @@ func lineRef(line []byte) (ref TurnRef, ok bool) {
 // refuses it: not this chat's, or a line that does not parse before one that does; a
 // line that parses this way is not otherwise checked until it is decoded.
 func readTurnRefs(path, chat string) ([]TurnRef, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("persistence: read %s: %w", path, err)
-	}
-	defer f.Close()
 	var refs []TurnRef
 	at := map[string]int{}
-	r := bufio.NewReaderSize(f, 64<<10)
-	var offset int64
-	badAt := int64(-1)
-	for n := 0; ; n++ {
-		line, err := readLine(r, maxTurnLine)
-		if errors.Is(err, errLineTooLong) {
-			return nil, corrupt(path, "line %d is longer than %d bytes", n+1, maxTurnLine)
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("persistence: read %s: %w", path, err)
-		}
-		if len(line) == 0 || line[len(line)-1] != '\n' {
-			break
-		}
-		start := offset
-		offset += int64(len(line))
-		if n == 0 {
-			var h turnLogHeader
-			if json.Unmarshal(line, &h) != nil || h.Version != turnsLogVersion || h.Chat != chat {
-				return nil, corrupt(path, "not a turns log of version %d for chat %q", turnsLogVersion, chat)
-			}
-			continue
-		}
+	_, _, err := eachTurnLine(path, chat, func(line []byte, _ int64) lineKind {
 		ref, ok := lineRef(line)
 		if !ok {
 			var t LocalTurn
 			if json.Unmarshal(line, &t) != nil || t.validate() != nil {
-				if badAt < 0 {
-					badAt = start
-				}
-				continue
+				return lineBad
 			}
 			ref = TurnRef{ID: t.ID, AnchorTurnID: t.AnchorTurnID}
 		}
-		if badAt >= 0 {
-			return nil, corrupt(path, "a line at byte %d does not parse, and lines after it do", badAt)
-		}
 		if i, ok := at[ref.ID]; ok {
 			refs[i] = ref
-			continue
+			return lineTurn
 		}
 		at[ref.ID] = len(refs)
 		refs = append(refs, ref)
-	}
-	if offset == 0 {
-		return nil, corrupt(path, "no header line")
+		return lineTurn
+	})
+	if err != nil {
+		return nil, err
 	}
 	return refs, nil
 }

@@ -393,10 +393,7 @@ func TestTurnsWithIDsReadsTheNewestLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, turn := range page {
-		got = append(got, turn.ID+" "+turn.Text)
-	}
+	got := idsAndTexts(page)
 	want := []string{"turn-0 !echo again", "turn-1 !echo 1", odd.ID + " !echo 2"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("page = %q, want %q", got, want)
@@ -481,12 +478,18 @@ func TestTurnsOfToolCall(t *testing.T) {
 	}
 	for call, want := range map[string]string{"cmd-1": "turn-1 !echo again", odd.ToolCallID: "turn-2 !echo 2", "cmd-0": "turn-0 !echo 0", "cmd-9": ""} {
 		turns, err := s.TurnsOfToolCall(sess, chat, call)
-		var got []string
-		for _, turn := range turns {
-			got = append(got, turn.ID+" "+turn.Text)
-		}
+		got := idsAndTexts(turns)
 		if err != nil || strings.Join(got, "|") != want {
 			t.Errorf("TurnsOfToolCall(%q) = %q, %v; want %q", call, got, err, want)
 		}
 	}
+}
+
+// idsAndTexts is each turn as "id text", in order.
+func idsAndTexts(turns []LocalTurn) []string {
+	var out []string
+	for _, turn := range turns {
+		out = append(out, turn.ID+" "+turn.Text)
+	}
+	return out
 }
