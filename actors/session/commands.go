@@ -438,7 +438,7 @@ func (s *session) turnKept(ctx actor.Context, m *turnKept) {
 	}
 	if m.whole && s.store.Keeps() {
 		// On disk whole, it can come back from there: the chat may let it go.
-		c.kept[r.turnID] = true
+		c.window.Kept(r.turnID)
 		s.letGo(c)
 	}
 	s.logSteps(r)

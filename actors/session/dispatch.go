@@ -110,7 +110,7 @@ func (s *session) clientTurnStarted(ctx actor.Context, c *chat, m *channel.Dispa
 		m.Reject(s.journal, "chat/turnStarted needs a turnId and a message")
 		return
 	}
-	if c.hadTurn(a.TurnID) {
+	if c.window.Had(a.TurnID) {
 		m.Reject(s.journal, turnIDTaken(a.TurnID))
 		return
 	}
@@ -126,13 +126,13 @@ func (s *session) clientTurnStarted(ctx actor.Context, c *chat, m *channel.Dispa
 		m.Reject(s.journal, fmt.Sprintf("the agent is still on turn %s: queue the message (chat/pendingMessageSet) or cancel that turn first", c.agentTurn))
 		return
 	}
-	messages.ReduceChatKnowing(c.state, folded, c.hadTurn)
+	messages.ReduceChatKnowing(c.state, folded, c.window.Had)
 	if c.state.ActiveTurnID() != a.TurnID {
 		// The reducer left it out: only the echo of a turn it started may go out.
 		m.Reject(s.journal, turnIDTaken(a.TurnID))
 		return
 	}
-	c.ids[a.TurnID] = true
+	c.window.Started(a.TurnID)
 	origin := m.Origin
 	s.publish(c, m.Raw, &origin)
 	delete(c.queuedBy, a.QueuedMessageID)

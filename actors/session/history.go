@@ -2,36 +2,21 @@ package session
 
 import (
 	"encoding/json"
-	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/actors/session/turnwindow"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/persistence"
 )
 
-// A chat's history in memory grows with what its clients are shown, not with every
-// turn it ever ran: a chat that comes back after a restart holds only its newest
-// kept turns, and a chat nobody watches lets go of all but its newest once its last
-// subscriber leaves. The turns it let go of stay in the store, and come back into the
+// A chat's history in memory grows with what its clients are shown (turnwindow keeps
+// the account). The turns a chat let go of stay in the store, and come back into the
 // chat's state, for every subscriber at once, with chat/turnsLoaded: when a client
 // asks (fetchTurns with the state's turnsNextCursor), when a subscribe asks for more
 // than it holds (view.turns), and when a subscribe asks for all (no view: "the server
 // MUST return all retained turns").
-//
-// Only turns the store keeps are let go of: a `!` command's turn once it is on disk.
-// An agent's turns live in its transcript and a wake's nowhere, so a chat lets go of
-// its oldest kept turns up to the first one of those.
-const (
-	// heldTurns is how many of its newest turns a chat holds when nobody asks for
-	// more: the turns a client opening it sees first.
-	heldTurns = 50
-	// turnsPage is how many older turns a fetchTurns brings in.
-	turnsPage = 50
-)
 
 // FetchTurns asks a chat to bring in the page of turns before those it holds, as
 // fetchTurns does; the answer is a *Result once chat/turnsLoaded went to the chat's
@@ -43,93 +28,37 @@ type FetchTurns struct {
 	Who    auth.Principal
 }
 
-// history is what a chat knows of the turns its state does not hold.
-type history struct {
-	// older are the ids of the kept turns the state let go of, oldest first: the
-	// turns before the state's first.
-	older []string
-	// ids are every turn's the chat has had, held, let go of or running: a
-	// turnStarted naming one is refused, and the reducer asks them (hadTurn)
-	// rather than looking through every turn held, so a turn's fold costs the same
-	// however long the chat.
-	ids map[string]bool
-	// kept are the ids of the turns held that the store keeps: those the chat may
-	// let go of.
-	kept map[string]bool
-	// epoch counts the times the chat let turns go: a cursor names the epoch it
-	// was given in and how many older turns there were then. Whatever it names,
-	// it asks for the page before the turns the chat holds now, so a cursor a
-	// client kept across a reconnect, or one another client's fetch overtook,
-	// still pages in what it lacks (the reducer leaves out a turn it holds).
-	epoch int
-}
-
-func (h *history) init() {
-	h.kept = map[string]bool{}
-	h.ids = map[string]bool{}
-}
-
-// hadTurn reports whether the chat has had a turn with the id: the reducer's question
-// (messages.ReduceChatKnowing).
-func (h *history) hadTurn(id string) bool { return h.ids[id] }
-
-// cursor is the turnsNextCursor of the state: "" when it holds every turn.
-func (h *history) cursor() string {
-	if len(h.older) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%d.%d", h.epoch, len(h.older))
-}
-
-// validCursor reports whether cursor is of the form this chat gives: one that does
-// not parse, or names an epoch yet to come, was not given by it.
-func (h *history) validCursor(cursor string) bool {
-	epoch, count, ok := strings.Cut(cursor, ".")
-	e, err1 := strconv.Atoi(epoch)
-	n, err2 := strconv.Atoi(count)
-	return ok && err1 == nil && err2 == nil && e >= 0 && e <= h.epoch && n > 0
-}
-
-// letGo takes the chat's oldest turns out of its state, up to heldTurns left and up
-// to the first one the store does not keep, when nobody is shown the chat.
+// letGo takes the chat's oldest kept turns out of its state, as its window says,
+// when nobody is shown the chat.
 func (s *session) letGo(c *chat) {
 	if len(c.subs) > 0 {
 		return
 	}
-	ids := c.state.TurnIDs()
-	n := 0
-	for n < len(ids)-heldTurns && c.kept[ids[n]] {
-		delete(c.kept, ids[n])
-		n++
+	if n := c.window.LetGo(c.state.TurnIDs()); n > 0 {
+		c.state.DropOldestTurns(n, c.window.Cursor())
 	}
-	if n == 0 {
-		return
-	}
-	c.older = append(c.older, ids[:n]...)
-	c.epoch++
-	c.state.DropOldestTurns(n, c.cursor())
 }
 
 // bringIn brings the n turns before those the chat holds back into its state, and
 // tells its subscribers with chat/turnsLoaded; with always, the action goes out even
 // when there was nothing to bring in, so a client's stale cursor is cleared.
 func (s *session) bringIn(c *chat, n int, always bool) error {
-	n = min(n, len(c.older))
-	if n <= 0 && !always {
+	ids := c.window.Before(n)
+	if len(ids) == 0 && !always {
 		return nil
 	}
-	ids := c.older[len(c.older)-n:]
 	kept, err := s.readKept(c, ids)
 	if err != nil {
 		return err
 	}
 	turns := make([]messages.Turn, 0, len(kept))
+	keptIDs := make([]string, 0, len(kept))
 	for _, t := range kept {
 		turns = append(turns, keptTurn(t))
-		c.kept[t.ID] = true
+		keptIDs = append(keptIDs, t.ID)
 	}
-	c.older = c.older[:len(c.older)-n]
-	raw, err := c.state.Apply(messages.ChatTurnsLoadedAction{Turns: turns, TurnsNextCursor: c.cursor()})
+	c.window.BroughtIn(len(ids), keptIDs)
+	raw, err := c.state.Apply(messages.ChatTurnsLoadedAction{Turns: turns, TurnsNextCursor: c.window.Cursor()})
 	if err != nil {
 		return err
 	}
@@ -162,7 +91,7 @@ func (s *session) readKept(c *chat, ids []string) ([]persistence.LocalTurn, erro
 // bringInFor brings in what a subscribe's view asks for before its snapshot: every
 // turn without one (turns nil), else enough for turns completed turns.
 func (s *session) bringInFor(c *chat, turns *int) {
-	n := len(c.older)
+	n := c.window.Older()
 	if turns != nil {
 		n = *turns - c.state.TurnCount()
 	}
@@ -178,11 +107,11 @@ func (s *session) fetchTurns(ctx actor.Context, m *FetchTurns) {
 		ctx.Respond(&Result{Err: messages.Errorf(messages.CodeNotFound, "No chat %s on this host", m.Chat)})
 		return
 	}
-	if m.Cursor != "" && !c.validCursor(m.Cursor) {
+	if m.Cursor != "" && !c.window.ValidCursor(m.Cursor) {
 		ctx.Respond(&Result{Err: messages.Errorf(messages.CodeInvalidParams, "Invalid params: cursor %q is not one this chat gave (take turnsNextCursor from its state)", m.Cursor)})
 		return
 	}
-	if err := s.bringIn(c, turnsPage, m.Cursor != ""); err != nil {
+	if err := s.bringIn(c, turnwindow.Page, m.Cursor != ""); err != nil {
 		s.cfg.Logger.Warn("a chat's older turns could not be read", "chat", c.uri, "err", err)
 		ctx.Respond(&Result{Err: messages.Errorf(messages.CodeInternalError, "Internal error: the chat's older turns could not be read")})
 		return
@@ -207,7 +136,7 @@ func keptTurn(t persistence.LocalTurn) messages.Turn {
 // olderTerminal is the terminal block naming uri in the tool call toolCallID of a
 // turn the chat let go of, read back from the store.
 func (s *session) olderTerminal(c *chat, toolCallID, uri string) (messages.TerminalContent, bool) {
-	if len(c.older) == 0 {
+	if c.window.Older() == 0 {
 		return messages.TerminalContent{}, false
 	}
 	turns, err := s.store.TurnsOfToolCall(s.uri, c.uri, toolCallID)
@@ -217,7 +146,7 @@ func (s *session) olderTerminal(c *chat, toolCallID, uri string) (messages.Termi
 	for i := len(turns) - 1; i >= 0; i-- {
 		// Held turns were looked through already; a turn the chat never had (one
 		// MergeTurns dropped) names nothing.
-		if t := turns[i]; t.ToolCallID == toolCallID && c.hadTurn(t.ID) {
+		if t := turns[i]; t.ToolCallID == toolCallID && c.window.Had(t.ID) {
 			st := messages.NewChatState(c.uri, "", "")
 			st.AppendTurn(keptTurn(t))
 			return st.TerminalContent(toolCallID, uri)

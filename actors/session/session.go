@@ -14,6 +14,7 @@ import (
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/session/shellpool"
+	"github.com/termhost/termhost/actors/session/turnwindow"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/messages"
@@ -191,8 +192,8 @@ type chat struct {
 	owners map[string]*actor.PID
 	// The agent's side of the chat (agentside.go).
 	agentChat
-	// The turns the chat let go of (history.go).
-	history
+	// Which of the chat's turns its state holds (history.go).
+	window *turnwindow.Window
 }
 
 // Messages a session sends itself, from a timer or a goroutine watching a terminal.
@@ -472,7 +473,7 @@ func (s *session) addChat(uri string) *chat {
 	now := isoTime(time.Now())
 	c := &chat{uri: uri, state: messages.NewChatState(uri, "Chat", now), subs: map[delivery.Subscriber]bool{}, runs: map[string]*commandRun{}}
 	c.agentChat.init()
-	c.history.init()
+	c.window = turnwindow.New()
 	s.chats[uri] = c
 	s.order = append(s.order, uri)
 	s.sessionAction(messages.SessionChatAddedAction{Summary: messages.ChatSummary{Resource: uri, Title: "Chat", Status: messages.SessionStatusIdle, ModifiedAt: now}})
@@ -548,13 +549,13 @@ func (s *session) sessionAction(a messages.SessionAction) {
 // chatAction folds an action the host built into a chat and sends it to the chat's
 // subscribers.
 func (s *session) chatAction(c *chat, a messages.ChatAction) {
-	raw, err := c.state.ApplyKnowing(a, c.hadTurn)
+	raw, err := c.state.ApplyKnowing(a, c.window.Had)
 	if err != nil {
 		s.cfg.Logger.Error("a chat action does not encode", "chat", c.uri, "type", a.ChatActionType(), "err", err)
 		return
 	}
 	if started, ok := a.(messages.ChatTurnStartedAction); ok {
-		c.ids[started.TurnID] = true
+		c.window.Started(started.TurnID)
 	}
 	s.publish(c, raw, nil)
 }
