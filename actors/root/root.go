@@ -183,6 +183,9 @@ type rootActor struct {
 	root    messages.RootState
 	order   []string // terminal URIs in the order they were created
 	entries map[string]*terminalEntry
+	// byActor names each entry's URI by its actor's id, so an ended actor is found
+	// without a look at every entry.
+	byActor map[string]string
 	subs    map[delivery.Subscriber]bool
 
 	// shutdownWaiters are answered once the shutdown is done.
@@ -197,6 +200,10 @@ type rootActor struct {
 	// last went out, and rootTimer, while set, will send the list as it is then.
 	rootSent  time.Time
 	rootTimer *time.Timer
+	// listStale says root.Terminals lags the entries: on one node the list is made
+	// when it is sent or a snapshot is taken, not at every change (a burst of changes
+	// inside one window would otherwise build a list of every terminal for each).
+	listStale bool
 
 	// spawned counts the terminals made, for their actors' names.
 	spawned int
@@ -246,8 +253,8 @@ type rootActor struct {
 // 5.3), so a burst of changes - a thousand terminals opened at once - would send a
 // thousand ever longer lists to every root subscriber, quadratic in the burst. The
 // first change after a quiet window goes at once; the changes after it within the
-// window go as one list at its end. The root state this actor holds, which snapshots
-// are taken from, follows every change at once.
+// window go as one list at its end. A snapshot is taken from the entries as they are
+// at that moment, whether or not their list has gone out yet.
 const rootWindow = 10 * time.Millisecond
 
 // rootFlush is the throttle's timer firing.
@@ -265,7 +272,7 @@ type terminalEntry struct {
 func NewProps(opts Options, journal *delivery.Journal) *actor.Props {
 	opts = opts.WithDefaults()
 	return actor.PropsFromProducer(func() actor.Actor {
-		h := &rootActor{opts: opts, journal: journal, entries: map[string]*terminalEntry{}, subs: map[delivery.Subscriber]bool{},
+		h := &rootActor{opts: opts, journal: journal, entries: map[string]*terminalEntry{}, byActor: map[string]string{}, subs: map[delivery.Subscriber]bool{},
 			sessions: map[string]*actor.PID{}, chats: map[string]*actor.PID{},
 			remote: map[string][]messages.TerminalInfo{}, remoteURIs: map[string]json.RawMessage{}, remoteChats: map[string][]string{},
 			summaries: map[string]map[string]any{}, remoteSessions: map[string][]map[string]any{}, remoteSessionAt: map[string]string{}, holders: map[string]*actor.PID{},
@@ -476,6 +483,7 @@ func (h *rootActor) registry(ctx actor.Context) {
 func (h *rootActor) subscribe(ctx actor.Context, m *channel.Subscribe) {
 	if m.Channel == messages.RootURI {
 		h.subs[m.Sub] = true
+		h.freshenList()
 		ctx.Respond(&channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: messages.RootURI, State: h.root, FromSeq: h.journal.Current()}})
 		return
 	}
@@ -625,8 +633,8 @@ func (h *rootActor) row(ctx actor.Context, m *terminal.Row) {
 
 // terminated takes a terminal that stopped off the registry and the list.
 func (h *rootActor) terminated(ctx actor.Context, m *actor.Terminated) {
-	for uri, e := range h.entries {
-		if e.pid.Id == m.Who.Id {
+	if uri, ok := h.byActor[m.Who.Id]; ok {
+		if e := h.entries[uri]; e != nil && e.pid.Id == m.Who.Id {
 			h.unregister(ctx, uri, e)
 		}
 	}
@@ -634,6 +642,7 @@ func (h *rootActor) terminated(ctx actor.Context, m *actor.Terminated) {
 
 func (h *rootActor) unregister(ctx actor.Context, uri string, e *terminalEntry) {
 	delete(h.entries, uri)
+	delete(h.byActor, e.pid.Id)
 	h.released(ctx, uri)
 	h.removeOrder(uri)
 	if e.listed {
@@ -731,6 +740,7 @@ func (h *rootActor) create(ctx actor.Context, m *terminal.Create) {
 	}
 	ctx.Watch(pid)
 	h.entries[m.URI] = &terminalEntry{pid: pid}
+	h.byActor[pid.Id] = m.URI
 	h.order = append(h.order, m.URI)
 	spawned = true
 	ctx.Forward(pid)
@@ -807,6 +817,28 @@ func (h *rootActor) reject(m *channel.Dispatch, reason string) {
 }
 
 func (h *rootActor) publishTerminals(ctx actor.Context) {
+	if h.clustered() {
+		// The other nodes hear of this node's rows as they change (clusterList).
+		h.root.Terminals = h.listTerminals(ctx)
+	} else {
+		h.listStale = true
+	}
+	h.checkDrained(ctx)
+	if h.rootTimer != nil {
+		return // the list goes, as it is then, when the window ends
+	}
+	if wait := rootWindow - time.Since(h.rootSent); wait > 0 {
+		self, system := ctx.Self(), ctx.ActorSystem()
+		h.rootTimer = time.AfterFunc(wait, func() { system.Root.Send(self, &rootFlush{}) })
+		return
+	}
+	h.sendTerminals()
+}
+
+// listTerminals makes the root list from the listed entries, in order, and (in a
+// cluster) the other nodes' rows after them. The list is new: a snapshot that holds
+// an older one keeps it as it was.
+func (h *rootActor) listTerminals(ctx actor.Context) *[]messages.TerminalInfo {
 	list := make([]messages.TerminalInfo, 0, len(h.order))
 	var encoded []json.RawMessage
 	if h.clustered() {
@@ -821,18 +853,16 @@ func (h *rootActor) publishTerminals(ctx actor.Context) {
 		}
 	}
 	list = h.clusterList(ctx, list, encoded)
-	h.checkDrained(ctx)
-	a := &messages.Action{Type: messages.RootTerminalsChanged, Terminals: &list}
-	messages.ReduceRoot(&h.root, a)
-	if h.rootTimer != nil {
-		return // the list goes, as it is then, when the window ends
+	return &list
+}
+
+// freshenList brings root.Terminals up to the entries where a change left it stale
+// (only ever on one node, where the list needs no context to make).
+func (h *rootActor) freshenList() {
+	if h.listStale {
+		h.root.Terminals = h.listTerminals(nil)
+		h.listStale = false
 	}
-	if wait := rootWindow - time.Since(h.rootSent); wait > 0 {
-		self, system := ctx.Self(), ctx.ActorSystem()
-		h.rootTimer = time.AfterFunc(wait, func() { system.Root.Send(self, &rootFlush{}) })
-		return
-	}
-	h.sendTerminals()
 }
 
 // sendTerminals broadcasts the root list as this actor's root state holds it now.
@@ -842,6 +872,7 @@ func (h *rootActor) sendTerminals() {
 		h.rootTimer = nil
 	}
 	h.rootSent = time.Now()
+	h.freshenList()
 	if h.root.Terminals == nil {
 		a := &messages.Action{Type: messages.RootTerminalsChanged}
 		h.broadcast(&messages.Envelope{Channel: messages.RootURI, Action: messages.EncodeAction(a)})
