@@ -413,6 +413,7 @@ func (p *process) Signal(sig syscall.Signal) error {
 
 func (p *process) Wait() Exit {
 	p.waitOnce.Do(func() {
+		awaitExit(p.cmd)
 		// The error adds nothing to ProcessState: an *exec.ExitError for a
 		// non-zero status, or a failed wait, which leaves ProcessState nil.
 		_ = p.cmd.Wait()
