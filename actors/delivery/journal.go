@@ -22,6 +22,17 @@ type Journal struct {
 	count      int
 	bytes      int
 	evictedMax uint64 // the highest serverSeq dropped from the ring
+	// replaced names, per channel, where the last envelope StampReplacing recorded
+	// sits in the ring: the next one takes its place.
+	replaced map[string]ringRef
+	holes    int // entries replaced and not yet compacted away or evicted
+}
+
+// ringRef is an entry's place in the ring and its serverSeq (a place is handed to
+// another entry once the first is evicted).
+type ringRef struct {
+	slot int
+	seq  uint64
 }
 
 // Entry is one envelope the journal recorded: what a reconnect needs to replay it
@@ -77,6 +88,62 @@ func (j *Journal) Stamp(env *messages.Envelope) []byte {
 	return frame
 }
 
+// StampReplacing is Stamp for an envelope that carries its channel's whole state of
+// one kind (the root's root/terminalsChanged carries every terminal), so that the
+// previous such envelope of the channel is dropped from the ring: a replay from
+// before it gets the newer one, which leaves a client where both would. A host with
+// a thousand terminals sends a list of a quarter of a megabyte at every change;
+// kept, those lists would push everything else out of the ring within seconds and
+// leave no reconnect able to resume. Only one kind per channel may use it.
+func (j *Journal) StampReplacing(env *messages.Envelope) []byte {
+	j.mu.Lock()
+	j.seq++
+	env.ServerSeq = j.seq
+	j.mu.Unlock()
+	frame := messages.EnvelopeFrame(env)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if ref, ok := j.replaced[env.Channel]; ok {
+		if e := &j.ring[ref.slot]; e.Seq == ref.seq && e.Frame != nil {
+			j.bytes -= len(e.Frame)
+			*e = Entry{Seq: e.Seq}
+			j.holes++
+		}
+	}
+	slot := j.recordLocked(env.ServerSeq, env.Channel, frame)
+	if j.replaced == nil {
+		j.replaced = map[string]ringRef{}
+	}
+	j.replaced[env.Channel] = ringRef{slot: slot, seq: env.ServerSeq}
+	// A hole still takes a place in the ring; once they are half of it, they go.
+	if 2*j.holes > j.count {
+		j.compact()
+	}
+	return frame
+}
+
+// compact closes the ring's holes, keeping its entries in order from the head.
+func (j *Journal) compact() {
+	n := len(j.ring)
+	kept := 0
+	for i := 0; i < j.count; i++ {
+		e := j.ring[(j.head+i)%n]
+		if e.Frame == nil {
+			continue
+		}
+		to := (j.head + kept) % n
+		j.ring[to] = e
+		if ref, ok := j.replaced[e.Channel]; ok && ref.seq == e.Seq {
+			j.replaced[e.Channel] = ringRef{slot: to, seq: e.Seq}
+		}
+		kept++
+	}
+	for i := kept; i < j.count; i++ {
+		j.ring[(j.head+i)%n] = Entry{}
+	}
+	j.count, j.holes = kept, 0
+}
+
 // StampData is Stamp for a terminal/data envelope on channel carrying data, with no
 // origin: the frame is encoded in one pass (messages.DataFrame), as a flood's every
 // chunk is.
@@ -93,12 +160,21 @@ func (j *Journal) StampData(channel, data string) []byte {
 func (j *Journal) record(seq uint64, channel string, frame []byte) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.recordLocked(seq, channel, frame)
+}
+
+// recordLocked records the entry and returns its slot in the ring.
+func (j *Journal) recordLocked(seq uint64, channel string, frame []byte) int {
 	// A ring of at most maxEntries: eviction moves the head, never the entries. It
 	// grows by doubling until it reaches maxEntries.
 	if j.count == len(j.ring) && len(j.ring) < j.maxEntries {
 		grown := make([]Entry, min(max(2*len(j.ring), 64), j.maxEntries))
 		for i := 0; i < j.count; i++ {
 			grown[i] = j.ring[(j.head+i)%len(j.ring)]
+		}
+		for ch, ref := range j.replaced {
+			ref.slot = (ref.slot - j.head + len(j.ring)) % len(j.ring)
+			j.replaced[ch] = ref
 		}
 		j.ring, j.head = grown, 0
 	}
@@ -109,12 +185,16 @@ func (j *Journal) record(seq uint64, channel string, frame []byte) {
 	j.ring[tail] = Entry{seq, channel, frame}
 	j.count++
 	j.bytes += len(frame)
+	return tail
 }
 
 func (j *Journal) evictOldest() {
 	e := j.ring[j.head]
 	j.bytes -= len(e.Frame)
-	if e.Seq > j.evictedMax {
+	// A replaced entry takes nothing with it: the newer one is still behind it.
+	if e.Frame == nil {
+		j.holes--
+	} else if e.Seq > j.evictedMax {
 		j.evictedMax = e.Seq
 	}
 	j.ring[j.head] = Entry{}
@@ -132,6 +212,7 @@ func (j *Journal) Replay(lastSeen uint64, channels map[string]bool) (entries []E
 	}
 	for i := 0; i < j.count; i++ {
 		e := j.ring[(j.head+i)%len(j.ring)]
+		// A replaced entry has no channel left, so no replay takes it.
 		if e.Seq > lastSeen && channels[e.Channel] {
 			entries = append(entries, e)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/termhost/termhost/messages"
@@ -76,6 +77,64 @@ func TestJournalByteBound(t *testing.T) {
 	}
 	if _, ok := j.Replay(j.Current()-2, map[string]bool{"c": true}); !ok {
 		t.Fatal("the newest entries are not replayable")
+	}
+}
+
+// A root list replaces the one before it in the ring, so a host sending large lists
+// at every change keeps its replay window: a client that dropped before a terminal's
+// output and a thousand lists resumes, and is replayed that output and the newest
+// list only, in order, with everything else of the root between them.
+func TestJournalReplacedListsKeepTheReplayWindow(t *testing.T) {
+	// Each list is about 1 KiB; the ring holds 8 KiB, and 64 entries so that it grows
+	// (and the place of the last list moves) on the way.
+	j := NewJournal(64, 8<<10)
+	list := func(n int) *messages.Envelope {
+		return &messages.Envelope{Channel: "root", Action: json.RawMessage(fmt.Sprintf(`{"type":"root/terminalsChanged","n":%d,"pad":"%s"}`, n, strings.Repeat("x", 1000)))}
+	}
+	j.StampReplacing(list(0))
+	before := j.Current()
+	j.Stamp(&messages.Envelope{Channel: "term", Action: messages.DataAction("output")})
+	for i := 1; i <= 1000; i++ {
+		j.StampReplacing(list(i))
+		if i == 500 {
+			j.Stamp(&messages.Envelope{Channel: "root", Action: json.RawMessage(`{"type":"root/configChanged","config":{}}`)})
+		}
+	}
+	if j.bytes > 8<<10 {
+		t.Fatalf("the ring holds %d bytes, more than its bound", j.bytes)
+	}
+	got, ok := j.Replay(before, map[string]bool{"root": true, "term": true})
+	if !ok {
+		t.Fatal("a client from before the lists cannot resume: the lists pushed the output out of the ring")
+	}
+	var kinds []string
+	for _, e := range got {
+		var a struct {
+			Type string `json:"type"`
+			N    int    `json:"n"`
+		}
+		var env struct {
+			Action json.RawMessage `json:"action"`
+		}
+		if err := json.Unmarshal(e.Envelope(), &env); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(env.Action, &a); err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, fmt.Sprintf("%s:%d", a.Type, a.N))
+	}
+	want := "[terminal/data:0 root/configChanged:0 root/terminalsChanged:1000]"
+	if fmt.Sprint(kinds) != want {
+		t.Fatalf("replayed %v, want %s", kinds, want)
+	}
+	// Other entries still leave the ring by age and size, and then a replay from
+	// before them is refused as before.
+	for i := 0; i < 100; i++ {
+		j.Stamp(&messages.Envelope{Channel: "term", Action: messages.DataAction(strings.Repeat("y", 500))})
+	}
+	if _, ok := j.Replay(before, map[string]bool{"root": true, "term": true}); ok {
+		t.Fatal("a replay from before evicted output was allowed")
 	}
 }
 

@@ -875,7 +875,7 @@ func (h *rootActor) sendTerminals() {
 	h.freshenList()
 	if h.root.Terminals == nil {
 		a := &messages.Action{Type: messages.RootTerminalsChanged}
-		h.broadcast(&messages.Envelope{Channel: messages.RootURI, Action: messages.EncodeAction(a)})
+		h.deliver(h.journal.StampReplacing(&messages.Envelope{Channel: messages.RootURI, Action: messages.EncodeAction(a)}))
 		return
 	}
 	// The list as publishTerminals last made it: the listed entries, in order.
@@ -888,11 +888,16 @@ func (h *rootActor) sendTerminals() {
 			rows[i] = h.remoteURIs[info.Resource]
 		}
 	}
-	h.broadcast(&messages.Envelope{Channel: messages.RootURI, Action: terminalsChangedJSON(infos, rows)})
+	// Each list replaces the one before it, in the replay ring too.
+	h.deliver(h.journal.StampReplacing(&messages.Envelope{Channel: messages.RootURI, Action: terminalsChangedJSON(infos, rows)}))
 }
 
 func (h *rootActor) broadcast(env *messages.Envelope) {
-	frame := h.journal.Stamp(env)
+	h.deliver(h.journal.Stamp(env))
+}
+
+// deliver sends a root frame to every root subscriber.
+func (h *rootActor) deliver(frame []byte) {
 	for s := range h.subs {
 		s.Deliver(messages.RootURI, frame)
 	}
