@@ -199,6 +199,8 @@ type rootActor struct {
 	// The root list's broadcasts are throttled (see rootWindow): rootSent is when the
 	// last went out, and rootTimer, while set, will send the list as it is then.
 	rootSent  time.Time
+	// rootSpacing is the window after the last list (listWindow of its size).
+	rootSpacing time.Duration
 	rootTimer *time.Timer
 	// listStale says root.Terminals lags the entries: on one node the list is made
 	// when it is sent or a snapshot is taken, not at every change (a burst of changes
@@ -256,6 +258,21 @@ type rootActor struct {
 // window go as one list at its end. A snapshot is taken from the entries as they are
 // at that moment, whether or not their list has gone out yet.
 const rootWindow = 10 * time.Millisecond
+
+// A list of many terminals widens the window, so the lists a root subscriber is
+// sent stay within rootListRate bytes a second up to rootWindowMax: at every change
+// on a host of a thousand shells, 10 ms apart, a browser would be handed a quarter
+// of a megabyte a hundred times a second.
+const (
+	rootListRate  = 4 << 20 // bytes a second
+	rootWindowMax = 250 * time.Millisecond
+)
+
+// listWindow is the window after a list of size bytes went out.
+func listWindow(size int) time.Duration {
+	w := time.Duration(size) * time.Second / rootListRate
+	return min(max(w, rootWindow), rootWindowMax)
+}
 
 // rootFlush is the throttle's timer firing.
 type rootFlush struct{}
@@ -827,7 +844,7 @@ func (h *rootActor) publishTerminals(ctx actor.Context) {
 	if h.rootTimer != nil {
 		return // the list goes, as it is then, when the window ends
 	}
-	if wait := rootWindow - time.Since(h.rootSent); wait > 0 {
+	if wait := max(h.rootSpacing, rootWindow) - time.Since(h.rootSent); wait > 0 {
 		self, system := ctx.Self(), ctx.ActorSystem()
 		h.rootTimer = time.AfterFunc(wait, func() { system.Root.Send(self, &rootFlush{}) })
 		return
@@ -889,7 +906,9 @@ func (h *rootActor) sendTerminals() {
 		}
 	}
 	// Each list replaces the one before it, in the replay ring too.
-	h.deliver(h.journal.StampReplacing(&messages.Envelope{Channel: messages.RootURI, Action: terminalsChangedJSON(infos, rows)}))
+	frame := h.journal.StampReplacing(&messages.Envelope{Channel: messages.RootURI, Action: terminalsChangedJSON(infos, rows)})
+	h.rootSpacing = listWindow(len(frame))
+	h.deliver(frame)
 }
 
 func (h *rootActor) broadcast(env *messages.Envelope) {

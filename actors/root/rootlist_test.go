@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/termhost/termhost/messages"
 )
@@ -66,4 +67,28 @@ func BenchmarkTerminalsChanged(b *testing.B) {
 			_ = terminalsChangedJSON(infos, rows)
 		}
 	})
+}
+
+// A root subscriber is sent at most rootListRate bytes of lists a second, whatever
+// the list's size, and a small list still goes within rootWindow.
+func TestListWindowBoundsTheListBytes(t *testing.T) {
+	cases := []struct {
+		size int
+		want time.Duration
+	}{
+		{0, rootWindow},
+		{20 << 10, rootWindow},                // 20 KiB a window of 10 ms is 2 MiB/s
+		{256 << 10, 62500 * time.Microsecond}, // a thousand rows
+		{1 << 20, rootWindowMax},
+		{64 << 20, rootWindowMax},
+	}
+	for _, c := range cases {
+		got := listWindow(c.size)
+		if got != c.want {
+			t.Errorf("listWindow(%d) = %v, want %v", c.size, got, c.want)
+		}
+		if rate := float64(c.size) / got.Seconds(); got < rootWindowMax && rate > rootListRate*1.001 {
+			t.Errorf("a list of %d bytes every %v is %.0f bytes a second", c.size, got, rate)
+		}
+	}
 }
