@@ -79,10 +79,7 @@ func (j *Journal) Reject(to Subscriber, channel string, action json.RawMessage, 
 
 // Stamp gives env the next serverSeq, encodes it, and records it for replay.
 func (j *Journal) Stamp(env *messages.Envelope) []byte {
-	j.mu.Lock()
-	j.seq++
-	env.ServerSeq = j.seq
-	j.mu.Unlock()
+	env.ServerSeq = j.Next()
 	frame := messages.EnvelopeFrame(env)
 	j.record(env.ServerSeq, env.Channel, frame)
 	return frame
@@ -96,10 +93,7 @@ func (j *Journal) Stamp(env *messages.Envelope) []byte {
 // kept, those lists would push everything else out of the ring within seconds and
 // leave no reconnect able to resume. Only one kind per channel may use it.
 func (j *Journal) StampReplacing(env *messages.Envelope) []byte {
-	j.mu.Lock()
-	j.seq++
-	env.ServerSeq = j.seq
-	j.mu.Unlock()
+	env.ServerSeq = j.Next()
 	frame := messages.EnvelopeFrame(env)
 	j.mu.Lock()
 	defer j.mu.Unlock()

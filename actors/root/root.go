@@ -198,10 +198,10 @@ type rootActor struct {
 
 	// The root list's broadcasts are throttled (see rootWindow): rootSent is when the
 	// last went out, and rootTimer, while set, will send the list as it is then.
-	rootSent  time.Time
+	rootSent time.Time
 	// rootSpacing is the window after the last list (listWindow of its size).
 	rootSpacing time.Duration
-	rootTimer *time.Timer
+	rootTimer   *time.Timer
 	// listStale says root.Terminals lags the entries: on one node the list is made
 	// when it is sent or a snapshot is taken, not at every change (a burst of changes
 	// inside one window would otherwise build a list of every terminal for each).
