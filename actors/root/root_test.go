@@ -2,6 +2,7 @@ package root_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -128,6 +129,12 @@ func TestRootListFollowsTerminals(t *testing.T) {
 	}
 
 	ask(t, system, pid, &terminal.Dispose{URI: names[1]})
+	// A subscriber that comes now, most likely while the list without b still waits
+	// for its window, is shown the list as it is, not as it was last sent.
+	late := ask(t, system, pid, &channel.Subscribe{Channel: messages.RootURI, Sub: newLists()}).(*channel.SubscribeResult)
+	if st, ok := late.Snapshot.State.(messages.RootState); !ok || st.Terminals == nil || fmt.Sprint(uris(*st.Terminals)) != fmt.Sprint([]string{names[0], names[2]}) {
+		t.Fatalf("a snapshot right after b's dispose: %+v", late.Snapshot.State)
+	}
 	sub := ask(t, system, pid, &channel.Subscribe{Channel: names[1], Sub: newLists()}).(*channel.SubscribeResult)
 	if sub.Err == nil || sub.Err.Code != messages.CodeNotFound {
 		t.Fatalf("subscribe to a disposed terminal: %+v", sub)
