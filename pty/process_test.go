@@ -467,9 +467,15 @@ func TestNoDescriptorLeak(t *testing.T) {
 
 func countFDs(t *testing.T) int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc/self/fd")
+	return countProcEntries(t, "fd", "descriptors")
+}
+
+// countProcEntries counts the entries of /proc/self/dir (what names them in a skip).
+func countProcEntries(t *testing.T, dir, what string) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/" + dir)
 	if err != nil {
-		t.Skipf("cannot count descriptors: %v", err)
+		t.Skipf("cannot count %s: %v", what, err)
 	}
 	return len(entries)
 }

@@ -1,7 +1,6 @@
 package pty
 
 import (
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -66,9 +65,5 @@ func parkedWaits() int {
 
 func threadCount(t *testing.T) int {
 	t.Helper()
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Skipf("cannot count threads: %v", err)
-	}
-	return len(tasks)
+	return countProcEntries(t, "task", "threads")
 }
