@@ -165,6 +165,10 @@ func (s ChatState) SetTurnsCursor(cursor string) {
 	s["turnsNextCursor"] = cursor
 }
 
+// TurnsCursor is the cursor that pages older turns in: "" when the state holds every
+// turn the host keeps.
+func (s ChatState) TurnsCursor() string { return object(s).str("turnsNextCursor") }
+
 // Clone is a deep copy, for a snapshot encoded while the chat goes on changing.
 func (s ChatState) Clone() ChatState {
 	c, _ := cloneJSON(s).(map[string]any)

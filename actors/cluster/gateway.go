@@ -207,7 +207,7 @@ func (n *node) gatewaySubscribe(ctx actor.Context, m *remoteSubscribe) {
 	s := newRemoteSub(ctx.ActorSystem(), n.m.gw, m.URI, m.Proxy, m.Gen)
 	n.subs[key] = s
 	self, system := ctx.Self(), ctx.ActorSystem()
-	f := ctx.RequestFuture(n.root, &channel.Subscribe{Channel: m.URI, Sub: s}, channel.RequestTimeout)
+	f := ctx.RequestFuture(n.root, &channel.Subscribe{Channel: m.URI, Sub: s, Turns: m.Turns}, channel.RequestTimeout)
 	// Not ReenterAfter: the answer may come after the subscription was undone, and
 	// the message says which subscription it was for.
 	go func() {

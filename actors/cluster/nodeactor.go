@@ -203,6 +203,8 @@ func (n *node) Receive(ctx actor.Context) {
 		n.gatewaySubscribe(ctx, msg)
 	case *gatewaySubscribed:
 		n.gatewaySubscribed(msg)
+	case *remoteShowTurns:
+		n.gatewayShowTurns(ctx, msg)
 	case *remoteUnsubscribe:
 		key := subKey(msg.Proxy, msg.Gen)
 		if s := n.subs[key]; s != nil {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -60,6 +61,14 @@ type proxy struct {
 
 	subs    map[delivery.Subscriber]bool
 	waiting []waiter
+	// viewing are subscribes of a chat that wait for the owner to bring in the
+	// older turns their views ask for (see sessions.go); showing says a
+	// remoteShowTurns (number round) is on its way, asking for asked turns (nil:
+	// all). asked is also what the subscription itself asked for, while it is made.
+	viewing []waiter
+	showing bool
+	asked   *int
+	round   uint64
 
 	// dmu guards the dispatches' side; the outlet takes it alone (never mu), so a
 	// connection that dispatches from inside a delivery made under mu does not wait
@@ -95,6 +104,7 @@ const (
 type waiter struct {
 	sub    delivery.Subscriber
 	sender *actor.PID
+	turns  *int // a chat subscriber's view
 }
 
 func newProxyProps(uri string, kind channelKind, owner *actor.PID, journal *delivery.Journal, limit int) *actor.Props {
@@ -123,8 +133,12 @@ func (p *proxy) Receive(ctx actor.Context) {
 	case *channel.Dispatch:
 		// Sent through the root and the node actor (before a subscribe named the outlet).
 		p.dispatch(m)
-	case *subscribed, *frame, *rejected:
+	case *subscribed, *frame, *rejected, *turnsShown:
 		p.fromOwner(m)
+	case *showLapsed:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.shown(m.gen, m.round)
 	case *channel.Subscribe:
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -133,19 +147,15 @@ func (p *proxy) Receive(ctx actor.Context) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		delete(p.subs, m.Sub)
-		for i, w := range p.waiting {
-			if w.sub == m.Sub {
-				p.waiting = append(p.waiting[:i], p.waiting[i+1:]...)
-				break
-			}
-		}
+		p.waiting = slices.DeleteFunc(p.waiting, func(w waiter) bool { return w.sub == m.Sub })
+		p.viewing = slices.DeleteFunc(p.viewing, func(w waiter) bool { return w.sub == m.Sub })
 		p.dmu.Lock()
 		if k, ok := p.keys[m.Sub]; ok {
 			delete(p.keys, m.Sub)
 			delete(p.byKey, k)
 		}
 		p.dmu.Unlock()
-		if p.phase == live && len(p.subs) == 0 {
+		if p.phase == live && len(p.subs) == 0 && len(p.viewing) == 0 {
 			p.release()
 		}
 	case *nodeLost:
@@ -189,6 +199,10 @@ func (p *proxy) fromOwner(msg any) {
 		}
 	case *rejected:
 		p.rejected(m)
+	case *turnsShown:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.shown(m.Gen, m.Round)
 	}
 }
 
@@ -260,17 +274,23 @@ func (p *proxy) hold(on, drop bool) {
 }
 
 func (p *proxy) subscribe(ctx actor.Context, m *channel.Subscribe) {
+	w := waiter{sub: m.Sub, sender: ctx.Sender(), turns: m.Turns}
 	if p.phase == live {
+		if !p.doc.holds(m.Turns) {
+			p.view(w)
+			return
+		}
 		p.subs[m.Sub] = true
 		ctx.Respond(p.snapshot())
 		return
 	}
-	p.waiting = append(p.waiting, waiter{sub: m.Sub, sender: ctx.Sender()})
+	p.waiting = append(p.waiting, w)
 	if p.phase == idle {
 		p.gen++
 		p.phase = subscribing
+		p.asked = m.Turns
 		p.hold(true, false)
-		p.system.Root.Send(p.owner, &remoteSubscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen})
+		p.system.Root.Send(p.owner, &remoteSubscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen, Turns: m.Turns})
 		self, system, gen := p.self, p.system, p.gen
 		time.AfterFunc(subscribeDeadline, func() { system.Root.Send(self, &subscribeLapsed{gen: gen}) })
 	}
@@ -311,14 +331,22 @@ func (p *proxy) subscribed(m *subscribed) {
 	}
 	p.state, p.phase = state, live
 	p.sb = messages.Scrollback{Limit: p.sb.Limit}
+	var more []waiter
 	for _, w := range waiting {
+		if !covers(p.asked, w.turns) && !p.doc.holds(w.turns) {
+			more = append(more, w)
+			continue
+		}
 		p.subs[w.sub] = true
 		p.system.Root.Send(w.sender, p.snapshot())
+	}
+	for _, w := range more {
+		p.view(w)
 	}
 	// The owner's gateway knew the terminal before it answered: what was held goes
 	// to it directly, after the subscription.
 	p.hold(false, false)
-	if len(p.subs) == 0 {
+	if len(p.subs) == 0 && len(p.viewing) == 0 {
 		p.release()
 	}
 }
@@ -327,6 +355,7 @@ func (p *proxy) subscribed(m *subscribed) {
 func (p *proxy) release() {
 	p.system.Root.Send(p.owner, &remoteUnsubscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen})
 	p.phase = idle
+	p.showing, p.viewing = false, nil
 	p.state, p.unfolded = messages.TerminalState{}, nil
 	if p.doc != nil {
 		p.doc.reset()
@@ -447,7 +476,7 @@ func (p *proxy) rejected(m *rejected) {
 // and _meta.reason "node lost" (issue 17), then the proxy stops.
 func (p *proxy) nodeLost(ctx actor.Context, m *nodeLost) {
 	p.hold(false, true)
-	for _, w := range p.waiting {
+	for _, w := range append(p.waiting, p.viewing...) {
 		ctx.Send(w.sender, &channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s: its node was lost", p.uri)})
 	}
 	// A session or chat has no exit of its own: it leaves the root's session list,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
@@ -76,6 +77,8 @@ const (
 	kindReserve
 	kindReserveAnswer
 	kindReserveRelease
+	kindShowTurns
+	kindTurnsShown
 )
 
 // sessionMessage is an empty message of a sessions kind, or nil for another kind.
@@ -93,6 +96,10 @@ func sessionMessage(kind byte) any {
 		return &reserveAnswer{}
 	case kindReserveRelease:
 		return &reserveRelease{}
+	case kindShowTurns:
+		return &remoteShowTurns{}
+	case kindTurnsShown:
+		return &turnsShown{}
 	}
 	return nil
 }
@@ -104,6 +111,10 @@ func (m *sessionResult) Serialize() (remote.RootSerialized, error) {
 	return pack(kindSessionResult, m)
 }
 func (m *presence) Serialize() (remote.RootSerialized, error) { return pack(kindPresence, m) }
+func (m *remoteShowTurns) Serialize() (remote.RootSerialized, error) {
+	return pack(kindShowTurns, m)
+}
+func (m *turnsShown) Serialize() (remote.RootSerialized, error) { return pack(kindTurnsShown, m) }
 
 // tellPresence tells every other node of a client of this one coming or going.
 func (n *node) tellPresence(ctx actor.Context, p *presence) {
@@ -387,3 +398,120 @@ func sessionGoneFrame(channel, session string) []byte {
 }
 
 func (d *doc) reset() { d.session, d.chat = nil, nil }
+
+// A chat's view across nodes. A chat holds its newest turns and pages older ones in
+// when a subscriber's view asks for them (session.ShowTurns). A proxy of a chat holds
+// what its owner's chat holds for the proxy's one subscription, which its first
+// subscriber's view asked for (remoteSubscribe.Turns). A later subscriber here whose
+// view wants more waits while the proxy asks the owner to bring it in
+// (remoteShowTurns): the chat/turnsLoaded that brings the turns reaches the proxy
+// through its subscription, folded and handed to the subscribers it has, and the
+// answer (turnsShown) comes behind it on the same way, so the waiting subscriber's
+// snapshot holds the turns and it hears of nothing twice.
+
+// remoteShowTurns asks the owner of the chat that Proxy's subscription Gen reads to
+// hold at least Turns of its newest turns (every one it keeps when nil).
+type remoteShowTurns struct {
+	URI   string     `json:"uri"`
+	Proxy *actor.PID `json:"proxy"`
+	Gen   uint64     `json:"gen"`
+	Round uint64     `json:"round"`
+	Turns *int       `json:"turns,omitempty"`
+}
+
+// turnsShown answers remoteShowTurns through the subscription, behind the frames the
+// chat sent it meanwhile.
+type turnsShown struct {
+	Gen   uint64          `json:"gen"`
+	Round uint64          `json:"round"`
+	Err   *messages.Error `json:"err,omitempty"`
+}
+
+// showLapsed is the deadline of a proxy's remoteShowTurns.
+type showLapsed struct{ gen, round uint64 }
+
+// holds says whether the state has what a view of turns asks for (nil: every turn):
+// a chat with nothing older to page in holds every view; a session's state has no
+// turns.
+func (d *doc) holds(turns *int) bool {
+	if d == nil || d.kind != chatChannel || d.chat.TurnsCursor() == "" {
+		return true
+	}
+	return turns != nil && d.chat.TurnCount() >= *turns
+}
+
+// covers says whether a view of asked (nil: every turn) asks at least what one of
+// turns does.
+func covers(asked, turns *int) bool {
+	return asked == nil || (turns != nil && *turns <= *asked)
+}
+
+// gatewayShowTurns brings in, on the owner, what a proxy's subscriber's view asks
+// for, and answers behind the chat/turnsLoaded it made.
+func (n *node) gatewayShowTurns(ctx actor.Context, m *remoteShowTurns) {
+	shown := &turnsShown{Gen: m.Gen, Round: m.Round}
+	s := n.subs[subKey(m.Proxy, m.Gen)]
+	if s == nil {
+		shown.Err = messages.Errorf(messages.CodeNotFound, "No subscription to %s on its node", m.URI)
+		ctx.Send(m.Proxy, shown)
+		return
+	}
+	f := ctx.RequestFuture(n.root, &session.ShowTurns{Chat: m.URI, Turns: m.Turns}, channel.RequestTimeout)
+	go func() {
+		res, err := f.Result()
+		if r, ok := res.(*session.Result); err != nil || !ok {
+			shown.Err = messages.Errorf(messages.CodeInternalError, "Internal error: no answer from %s on its node", m.URI)
+		} else if r.Err != nil {
+			shown.Err = r.Err
+		}
+		s.afterEchoes(shown)
+	}()
+}
+
+// view answers a subscribe here whose view the proxy's chat does not hold yet, once
+// the owner brought in what it asks for.
+func (p *proxy) view(w waiter) {
+	p.viewing = append(p.viewing, w)
+	if p.showing {
+		return // checked again when the owner answers
+	}
+	var most *int
+	for i, v := range p.viewing {
+		if v.turns == nil {
+			most = nil
+			break
+		}
+		if i == 0 || *v.turns > *most {
+			most = v.turns
+		}
+	}
+	p.round++
+	p.showing, p.asked = true, most
+	p.system.Root.Send(p.owner, &remoteShowTurns{URI: p.uri, Proxy: p.inbox, Gen: p.gen, Round: p.round, Turns: most})
+	self, system, gen, round := p.self, p.system, p.gen, p.round
+	time.AfterFunc(subscribeDeadline, func() { system.Root.Send(self, &showLapsed{gen: gen, round: round}) })
+}
+
+// shown takes the owner's answer (or its lapse): the subscribes whose views it
+// covered are answered with what the proxy holds now, as a subscribe on the owner is
+// when older turns cannot be read; the rest ask again.
+func (p *proxy) shown(gen, round uint64) {
+	if !p.showing || gen != p.gen || round != p.round || p.phase != live {
+		return
+	}
+	p.showing = false
+	viewing := p.viewing
+	p.viewing = nil
+	var again []waiter
+	for _, w := range viewing {
+		if !covers(p.asked, w.turns) && !p.doc.holds(w.turns) {
+			again = append(again, w)
+			continue
+		}
+		p.subs[w.sub] = true
+		p.system.Root.Send(w.sender, p.snapshot())
+	}
+	for _, w := range again {
+		p.view(w)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -17,6 +18,7 @@ import (
 // as they were sent, who asked included.
 func TestSessionMessagesRoundTrip(t *testing.T) {
 	ann := auth.Carried("ann", "member", []string{auth.GrantChatSend})
+	ten := 10
 	summary := map[string]any{"resource": "ahp-session:/s", "title": "echo hi", "_meta": map[string]any{"node": "b"}}
 	for _, m := range []remote.RootSerializable{
 		&sessionRequest{Op: opCreate, URI: "ahp-session:/s", WorkingDirectories: []string{"file:///tmp"}, By: "ann", Who: carry(ann)},
@@ -27,6 +29,10 @@ func TestSessionMessagesRoundTrip(t *testing.T) {
 		&rows{Addr: "b:1", Instance: "i", Chats: []string{"ahp-session:/s/chat"}, Sessions: []map[string]any{summary}},
 		&hello{Addr: "b:1", Instance: "i", Name: "b", Sessions: []map[string]any{summary}},
 		&presence{ClientID: "ca", Left: true},
+		&remoteShowTurns{URI: "ahp-session:/s/chat", Proxy: actor.NewPID("a:1", "proxy/in"), Gen: 2, Round: 3, Turns: &ten},
+		&remoteShowTurns{URI: "ahp-session:/s/chat", Proxy: actor.NewPID("a:1", "proxy/in"), Gen: 2, Round: 4},
+		&turnsShown{Gen: 2, Round: 3},
+		&turnsShown{Gen: 2, Round: 4, Err: messages.Errorf(messages.CodeNotFound, "gone")},
 	} {
 		out, err := m.Serialize()
 		if err != nil {

@@ -65,11 +65,14 @@ type Load struct {
 }
 
 // remoteSubscribe asks the owner's gateway to subscribe Proxy to URI. Gen numbers the
-// proxy's subscriptions, so what an earlier one still sends is told apart.
+// proxy's subscriptions, so what an earlier one still sends is told apart. Turns is
+// the view of a chat's first subscriber there (channel.Subscribe.Turns): nil asks for
+// every turn the chat keeps.
 type remoteSubscribe struct {
 	URI   string     `json:"uri"`
 	Proxy *actor.PID `json:"proxy"`
 	Gen   uint64     `json:"gen"`
+	Turns *int       `json:"turns,omitempty"`
 }
 
 // remoteUnsubscribe ends the subscription Gen of Proxy on URI.

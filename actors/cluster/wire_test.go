@@ -40,6 +40,7 @@ func TestNodeMessagesRoundTrip(t *testing.T) {
 		&usersDoc{From: "a:1", Doc: json.RawMessage(`{"users":[{"name":"ann","role":"member","tokens":[],"version":{"clock":2,"of":"member"}}]}`)},
 		&usersPull{},
 		&usersDigest{From: "a:1", Sum: "00ff"},
+		&remoteSubscribe{URI: "ahp-session:/s/chat", Proxy: pid, Gen: 3, Turns: new(int)},
 	}
 	for _, m := range msgs {
 		out, err := m.Serialize()

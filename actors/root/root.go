@@ -435,6 +435,10 @@ func (h *rootActor) registry(ctx actor.Context) {
 		if !h.forwardToChat(ctx, m.Chat) {
 			ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeNotFound, "No chat %s on this host", m.Chat)})
 		}
+	case *session.ShowTurns:
+		if !h.forwardToChat(ctx, m.Chat) {
+			ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeNotFound, "No chat %s on this host", m.Chat)})
+		}
 	case *session.FetchTurns:
 		if h.chats[m.Chat] == nil && h.toCluster(ctx, m.Chat) {
 			return

@@ -28,6 +28,16 @@ type FetchTurns struct {
 	Who    auth.Principal
 }
 
+// ShowTurns asks a chat to hold at least Turns of its newest completed turns (every
+// turn it keeps when Turns is nil), as a subscribe with that view would, and to tell
+// its subscribers with chat/turnsLoaded when it brings any in. The answer is a *Result,
+// sent after that action went to the subscribers. Another node's proxy of the chat
+// asks it for a subscriber there whose view wants more than the proxy holds.
+type ShowTurns struct {
+	Chat  string
+	Turns *int
+}
+
 // letGo takes the chat's oldest kept turns out of its state, as its window says,
 // when nobody is shown the chat.
 func (s *session) letGo(c *chat) {
@@ -98,6 +108,17 @@ func (s *session) bringInFor(c *chat, turns *int) {
 	if err := s.bringIn(c, n, false); err != nil {
 		s.cfg.Logger.Warn("a chat's older turns could not be read; its snapshot holds its newest", "chat", c.uri, "err", err)
 	}
+}
+
+// showTurns answers ShowTurns.
+func (s *session) showTurns(ctx actor.Context, m *ShowTurns) {
+	c := s.chats[m.Chat]
+	if c == nil {
+		ctx.Respond(&Result{Err: messages.Errorf(messages.CodeNotFound, "No chat %s on this host", m.Chat)})
+		return
+	}
+	s.bringInFor(c, m.Turns)
+	ctx.Respond(&Result{})
 }
 
 // fetchTurns answers a client's fetchTurns.

@@ -276,6 +276,8 @@ func (s *session) Receive(ctx actor.Context) {
 		s.stopBackgroundWork(ctx, m)
 	case *FetchTurns:
 		s.fetchTurns(ctx, m)
+	case *ShowTurns:
+		s.showTurns(ctx, m)
 	case *Wake:
 		s.wake(ctx, m)
 	case *ToolServiceQuery:
