@@ -53,8 +53,11 @@
 // line, which every read drops, keeping every turn before it, and which the next write
 // rewrites away. The log is rewritten whole, atomically, only to compact it: when it
 // is first opened for writing and holds lines a later line replaced (a turn kept
-// again) or a torn tail, and when such lines come to outweigh the rest. turnlog.go
-// says why JSON Lines and not an embedded database.
+// again) or a torn tail, and when such lines come to outweigh the rest. The store
+// keeps an index of where each turn's line is, made by one read of the log (ids read
+// off the lines' starts, nothing decoded) the first time it reads a page of the chat
+// or appends to it, so a page of a long chat's history reads only that page's lines.
+// turnlog.go says why JSON Lines and not an embedded database.
 //
 // The session's record is rewritten only when it changes: a turn moves its LastEnd
 // on, and Sessions reads that date off the newest line of each chat's log instead.

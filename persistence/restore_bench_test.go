@@ -6,16 +6,9 @@ import "testing"
 // does: whole (every turn decoded, as before a chat held only its newest) and refs
 // (ids and anchors off the lines' starts, then the newest 50 decoded).
 func BenchmarkRestoreLongChat(b *testing.B) {
-	s := openTemp(b)
 	const sess, chat, total, held = "ahp-session:/long", "ahp-chat:/long", 20_000, 50
+	s, _ := longChat(b, sess, chat, total)
 	if err := s.SaveSession(SessionRecord{URI: sess, Created: t0}); err != nil {
-		b.Fatal(err)
-	}
-	turns := make([]LocalTurn, 0, total)
-	for n := range total {
-		turns = append(turns, commandTurn(n))
-	}
-	if _, err := s.rewriteTurnLogLocked(sess, chat, turns); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("whole", func(b *testing.B) {
@@ -49,15 +42,8 @@ func BenchmarkRestoreLongChat(b *testing.B) {
 // turns, as a chat does for the terminal of a turn it let go of: whole (every turn
 // decoded, as before) and by the lines that name the call.
 func BenchmarkFindToolCallTurn(b *testing.B) {
-	s := openTemp(b)
 	const sess, chat, total = "ahp-session:/long", "ahp-chat:/long", 20_000
-	turns := make([]LocalTurn, 0, total)
-	for n := range total {
-		turns = append(turns, commandTurn(n))
-	}
-	if _, err := s.rewriteTurnLogLocked(sess, chat, turns); err != nil {
-		b.Fatal(err)
-	}
+	s, _ := longChat(b, sess, chat, total)
 	const call = "cmd-123"
 	b.Run("whole", func(b *testing.B) {
 		for range b.N {
@@ -80,4 +66,63 @@ func BenchmarkFindToolCallTurn(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkPageOfLongChat reads a page of 50 turns from the middle of a chat of 20,000
+// kept turns, as fetchTurns does once the store has read the log through: indexed
+// (the lines where the store's index says) and scanned (the whole log read, only the
+// page decoded, as every page was read before the index).
+func BenchmarkPageOfLongChat(b *testing.B) {
+	const sess, chat, total, page = "ahp-session:/long", "ahp-chat:/long", 20_000, 50
+	s, turns := longChat(b, sess, chat, total)
+	ids := make([]string, 0, page)
+	for _, t := range turns[10_000 : 10_000+page] {
+		ids = append(ids, t.ID)
+	}
+	b.Run("indexed", func(b *testing.B) {
+		for range b.N {
+			if got, err := s.TurnsWithIDs(sess, chat, ids); err != nil || len(got) != page {
+				b.Fatal(len(got), err)
+			}
+		}
+	})
+	b.Run("scanned", func(b *testing.B) {
+		for range b.N {
+			if got, err := s.readTurnsOf(sess, chat, wantIDs(ids)); err != nil || len(got) != page {
+				b.Fatal(len(got), err)
+			}
+		}
+	})
+}
+
+// BenchmarkFirstAppendAfterReopen keeps a turn in a chat of 20,000 kept turns with a
+// store opened afresh, as the first `!` command after a restart does: the store first
+// reads where each of the log's lines is.
+func BenchmarkFirstAppendAfterReopen(b *testing.B) {
+	const sess, chat, total = "ahp-session:/long", "ahp-chat:/long", 20_000
+	s, _ := longChat(b, sess, chat, total)
+	for n := range b.N {
+		fresh, err := Open(s.root)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := fresh.AppendTurn(sess, chat, commandTurn(total+n)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// longChat is a store holding a chat of total `!` commands (commandTurn), and those
+// turns.
+func longChat(tb testing.TB, sess, chat string, total int) (*Store, []LocalTurn) {
+	tb.Helper()
+	s := openTemp(tb)
+	turns := make([]LocalTurn, 0, total)
+	for n := range total {
+		turns = append(turns, commandTurn(n))
+	}
+	if _, err := s.rewriteTurnLogLocked(sess, chat, turns); err != nil {
+		tb.Fatal(err)
+	}
+	return s, turns
 }

@@ -87,6 +87,9 @@ type Store struct {
 	// onWrite, when set (tests only), is told how many bytes each write put in a
 	// file: a whole file's for an atomic write, a line's for an append.
 	onWrite func(path string, n int)
+	// onRead, when set (tests only), is told how many bytes each read of a chat's
+	// turns log took.
+	onRead func(n int)
 	// beforeInPlace, when set (tests only), runs before a line is appended to a log
 	// and before a prepared terminal file is written; an error it returns aborts the
 	// write as a crash before it would.

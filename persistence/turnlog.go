@@ -3,6 +3,7 @@ package persistence
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -69,9 +71,31 @@ type turnLog struct {
 	size int64
 	// dead is the bytes of lines a later line replaced.
 	dead int64
-	// lines is the length of each kept turn's newest line, by a hash of its id. A
-	// collision only misjudges when to compact; what is read never depends on it.
-	lines map[uint64]int64
+	// lines is where each kept turn's newest line is, by a hash of its id: its
+	// length says when to compact, and its place lets a page of turns be read
+	// without the rest of the log (turnsAtLocked). A collision misjudges when to
+	// compact, and a read that finds another id's line there reads the whole log.
+	lines map[uint64]lineAt
+	// turns is how many turns the log keeps: the next one's rank.
+	turns int64
+}
+
+// lineAt is where a turn's newest line is in a log: its offset and length (newline
+// included), and rank, the turn's place among the log's turns, where its first line
+// stands (a turn kept again stays where it first stood).
+type lineAt struct{ off, n, rank int64 }
+
+// keep notes a turn's line of n bytes at off, replacing the turn's earlier line.
+func (l *turnLog) keep(h uint64, off, n int64) {
+	at, again := l.lines[h]
+	if again {
+		l.dead += at.n
+	} else {
+		at.rank = l.turns
+		l.turns++
+	}
+	at.off, at.n = off, n
+	l.lines[h] = at
 }
 
 // turnLogScan is what reading a log found.
@@ -130,10 +154,10 @@ func (w *turnWant) wants(t *LocalTurn) bool {
 // ErrCorrupt. seed hashes the ids for the scan's turnLog. With want, only the turns
 // it wants are decoded and returned (the scan's turnLog is then not the whole log's):
 // a page of a long chat costs a read of its log, not a decode of it.
-func readTurnLog(path, chat string, seed maphash.Seed, want *turnWant) (turnLogScan, error) {
-	sc := turnLogScan{log: turnLog{lines: map[uint64]int64{}}}
+func readTurnLog(path, chat string, seed maphash.Seed, want *turnWant, read func(int)) (turnLogScan, error) {
+	sc := turnLogScan{log: turnLog{lines: map[uint64]lineAt{}}}
 	at := map[string]int{} // id -> index in turns
-	header, torn, err := eachTurnLine(path, chat, func(line []byte, end int64) lineKind {
+	header, torn, err := eachTurnLine(path, chat, read, func(line []byte, end int64) lineKind {
 		if want != nil && want.skips(line) {
 			sc.log.size = end
 			return lineSkipped
@@ -146,9 +170,7 @@ func readTurnLog(path, chat string, seed maphash.Seed, want *turnWant) (turnLogS
 		if want != nil && !want.wants(&t) {
 			return lineTurn
 		}
-		h := maphash.String(seed, t.ID)
-		sc.log.dead += sc.log.lines[h]
-		sc.log.lines[h] = int64(len(line))
+		sc.log.keep(maphash.String(seed, t.ID), end-int64(len(line)), int64(len(line)))
 		if i, ok := at[t.ID]; ok {
 			sc.turns[i] = t
 			return lineTurn
@@ -165,6 +187,85 @@ func readTurnLog(path, chat string, seed maphash.Seed, want *turnWant) (turnLogS
 	return sc, nil
 }
 
+// indexTurnLog reads where each turn's newest line is in a chat's log, each line's id
+// read off its start (a line is decoded only where it cannot be), as a restart reads
+// the turns' refs (readTurnRefs): the first append or page after a restart costs a
+// read of a long chat's log, not a decode of it. clean says the log holds no replaced
+// line and no torn tail, so it needs no compacting. A log is refused as readTurnLog
+// refuses it.
+func indexTurnLog(path, chat string, seed maphash.Seed, read func(int)) (l turnLog, clean bool, err error) {
+	l = turnLog{lines: map[uint64]lineAt{}}
+	header, torn, err := eachTurnLine(path, chat, read, func(line []byte, end int64) lineKind {
+		id, ok := lineID(line)
+		if !ok || !bytes.HasSuffix(line, []byte("}\n")) {
+			var t LocalTurn
+			if json.Unmarshal(line, &t) != nil || t.validate() != nil {
+				return lineBad
+			}
+			id = []byte(t.ID)
+		}
+		l.size = end
+		l.keep(maphash.Bytes(seed, id), end-int64(len(line)), int64(len(line)))
+		return lineTurn
+	})
+	if err != nil {
+		return turnLog{}, false, err
+	}
+	l.size = max(l.size, header)
+	return l, !torn && l.dead == 0, nil
+}
+
+// turnsAtLocked reads the turns with the given ids at the places the chat's log index
+// says, in the order they ran, and nothing else of the log: a page of a long chat's
+// history costs what the page weighs. ok is false when the index cannot answer (a
+// line found is another turn's, or the log could not be opened for writing): the
+// caller then reads the log through. The caller holds the chat's lock exclusively.
+func (s *Store) turnsAtLocked(session, chat string, ids []string) (turns []LocalTurn, ok bool) {
+	l, err := s.openTurnLogLocked(session, chat)
+	if err != nil {
+		return nil, false
+	}
+	if l.size == 0 {
+		return nil, true
+	}
+	path := filepath.Join(s.chatDir(session, chat), turnsLogFile)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	ranks := make(map[string]int64, len(ids))
+	for _, id := range ids {
+		at, kept := l.lines[maphash.String(s.seed, id)]
+		if !kept || ranks[id] != 0 {
+			continue
+		}
+		line := make([]byte, at.n)
+		n, err := f.ReadAt(line, at.off)
+		if s.onRead != nil {
+			s.onRead(n)
+		}
+		if err != nil || n != len(line) {
+			return nil, false
+		}
+		var t LocalTurn
+		if json.Unmarshal(line, &t) != nil || t.validate() != nil {
+			// A line that does not decode is left out, as a read through leaves it.
+			if got, idOK := lineID(line); idOK && string(got) != id {
+				return nil, false
+			}
+			continue
+		}
+		if t.ID != id {
+			return nil, false
+		}
+		ranks[id] = at.rank + 1
+		turns = append(turns, t)
+	}
+	slices.SortFunc(turns, func(a, b LocalTurn) int { return cmp.Compare(ranks[a.ID], ranks[b.ID]) })
+	return turns, true
+}
+
 // lineKind is what a reader of a log made of one of its lines.
 type lineKind int
 
@@ -174,13 +275,27 @@ const (
 	lineBad                     // a line that does not parse
 )
 
+// countedReader tells read (when set: tests) how many bytes each read took.
+type countedReader struct {
+	r    io.Reader
+	read func(int)
+}
+
+func (c countedReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	if c.read != nil {
+		c.read(n)
+	}
+	return n, err
+}
+
 // eachTurnLine reads a chat's log: it checks the header line, then hands each whole
 // line after it to line, with the offset where it ends. A log that is not there is
 // ErrNotFound; one whose header is not this chat's, or where a bad line comes before a
 // turn's, wraps ErrCorrupt. header is where the header line ends; torn says bytes
 // after the last line taken or skipped were dropped: a line cut short, or bad lines
 // at the end, as a crash in the middle of an append leaves them.
-func eachTurnLine(path, chat string, line func(b []byte, end int64) lineKind) (header int64, torn bool, err error) {
+func eachTurnLine(path, chat string, read func(int), line func(b []byte, end int64) lineKind) (header int64, torn bool, err error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, false, ErrNotFound
@@ -189,7 +304,7 @@ func eachTurnLine(path, chat string, line func(b []byte, end int64) lineKind) (h
 		return 0, false, fmt.Errorf("persistence: read %s: %w", path, err)
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 64<<10)
+	r := bufio.NewReaderSize(countedReader{f, read}, 64<<10)
 	var offset int64
 	badAt := int64(-1) // where the first line that does not parse starts
 	for n := 0; ; n++ {
@@ -282,10 +397,10 @@ func lineRef(line []byte) (ref TurnRef, ok bool) {
 // reading each off its line's start where it can. The log is refused as readTurnLog
 // refuses it: not this chat's, or a line that does not parse before one that does; a
 // line that parses this way is not otherwise checked until it is decoded.
-func readTurnRefs(path, chat string) ([]TurnRef, error) {
+func readTurnRefs(path, chat string, read func(int)) ([]TurnRef, error) {
 	var refs []TurnRef
 	at := map[string]int{}
-	_, _, err := eachTurnLine(path, chat, func(line []byte, _ int64) lineKind {
+	_, _, err := eachTurnLine(path, chat, read, func(line []byte, _ int64) lineKind {
 		ref, ok := lineRef(line)
 		if !ok {
 			var t LocalTurn
@@ -344,16 +459,14 @@ func encodeTurnLog(chat string, turns []LocalTurn, seed maphash.Seed) ([]byte, t
 	}
 	b.Write(head)
 	b.WriteByte('\n')
-	log := turnLog{lines: make(map[uint64]int64, len(turns))}
+	log := turnLog{lines: make(map[uint64]lineAt, len(turns))}
 	for _, t := range turns {
 		line, err := turnLine(t)
 		if err != nil {
 			return nil, turnLog{}, err
 		}
+		log.keep(maphash.String(seed, t.ID), int64(b.Len()), int64(len(line)))
 		b.Write(line)
-		h := maphash.String(seed, t.ID)
-		log.dead += log.lines[h]
-		log.lines[h] = int64(len(line))
 	}
 	log.size = int64(b.Len())
 	return b.Bytes(), log, nil
@@ -383,7 +496,14 @@ func (s *Store) openTurnLogLocked(session, chat string) (*turnLog, error) {
 	cdir := s.chatDir(session, chat)
 	path := filepath.Join(cdir, turnsLogFile)
 	legacy := filepath.Join(cdir, turnsFile)
-	sc, err := readTurnLog(path, chat, s.seed, nil)
+	sc := turnLogScan{}
+	ix, clean, err := indexTurnLog(path, chat, s.seed, s.onRead)
+	if err == nil && !clean {
+		// Lines replaced or a torn tail: read whole, to be compacted below.
+		sc, err = readTurnLog(path, chat, s.seed, nil, s.onRead)
+		ix = sc.log
+	}
+	sc.log, sc.torn = ix, !clean
 	migrate := false
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -393,7 +513,7 @@ func (s *Store) openTurnLogLocked(session, chat string) (*turnLog, error) {
 		}
 		if turns == nil {
 			// Nothing kept yet: the first append makes the log.
-			l = &turnLog{lines: map[uint64]int64{}}
+			l = &turnLog{lines: map[uint64]lineAt{}}
 			break
 		}
 		sc.turns, migrate = turns, true
@@ -401,7 +521,7 @@ func (s *Store) openTurnLogLocked(session, chat string) (*turnLog, error) {
 		return nil, err
 	default:
 		l = &sc.log
-		if sc.torn || sc.log.dead > 0 {
+		if !clean {
 			l = nil
 		}
 	}
@@ -490,9 +610,7 @@ func (s *Store) appendTurnLocked(session, chat string, turn LocalTurn) error {
 		s.forgetTurnLog(session, chat)
 		return fmt.Errorf("persistence: append to %s: %w", path, err)
 	}
-	h := maphash.String(s.seed, turn.ID)
-	l.dead += l.lines[h]
-	l.lines[h] = int64(len(line))
+	l.keep(maphash.String(s.seed, turn.ID), l.size, int64(len(line)))
 	l.size += int64(len(line))
 	if l.dead > compactMinDead && l.dead > l.size-l.dead {
 		turns, err := s.readTurns(session, chat)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -492,4 +493,99 @@ func idsAndTexts(turns []LocalTurn) []string {
 		out = append(out, turn.ID+" "+turn.Text)
 	}
 	return out
+}
+
+// Reading a page of a long chat's turns reads those turns' lines and nothing else of
+// its log, once the store has read the log through (the first read or append after
+// it is opened): counted in bytes through the store's reader. The page comes back in
+// the order the turns ran, a turn kept again where it first stood and as last kept,
+// after appends and after a compaction, and an id the chat never kept is left out.
+func TestReadingAPageReadsOnlyItsTurns(t *testing.T) {
+	const sess, chat, total = "ahp-session:/pages", "ahp-chat:/pages", 3000
+	s, turns := longChat(t, sess, chat, total)
+	read := 0
+	s.onRead = func(n int) { read += n }
+	page := func(from, to int, extra ...string) ([]string, int) {
+		t.Helper()
+		var ids []string
+		for n := to - 1; n >= from; n-- { // asked newest first: the answer is in the order they ran
+			ids = append(ids, fmt.Sprintf("turn-%d", n))
+		}
+		read = 0
+		got, err := s.TurnsWithIDs(sess, chat, append(ids, extra...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]string, 0, len(got))
+		for _, turn := range got {
+			out = append(out, turn.ID)
+		}
+		return out, read
+	}
+	lineBytes := func(from, to int) int {
+		n := 0
+		for _, turn := range turns[from:to] {
+			line, _ := turnLine(turn)
+			n += len(line)
+		}
+		return n
+	}
+	want := func(from, to int) []string {
+		var ids []string
+		for n := from; n < to; n++ {
+			ids = append(ids, fmt.Sprintf("turn-%d", n))
+		}
+		return ids
+	}
+	logBytes := func() int {
+		fi, err := os.Stat(filepath.Join(s.chatDir(sess, chat), turnsLogFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(fi.Size())
+	}
+
+	// The first read goes through the log once.
+	if got, n := page(2000, 2050); !slices.Equal(got, want(2000, 2050)) || n < logBytes() {
+		t.Fatalf("the first page: %d turns, %d bytes read of a %d-byte log", len(got), n, logBytes())
+	}
+	for _, p := range [][2]int{{1000, 1050}, {0, 50}, {2950, 3000}} {
+		got, n := page(p[0], p[1], "turn-never-kept")
+		if !slices.Equal(got, want(p[0], p[1])) || n > lineBytes(p[0], p[1]) {
+			t.Fatalf("turns %d to %d: got %d turns, read %d bytes for %d bytes of lines (the log is %d)", p[0], p[1], len(got), n, lineBytes(p[0], p[1]), logBytes())
+		}
+	}
+
+	// A turn kept again stands where it first did, as it was last kept; a new turn
+	// is read from where it was appended.
+	again := commandTurn(1010)
+	again.Text = "!echo kept again"
+	if err := s.AppendTurn(sess, chat, again); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendTurn(sess, chat, commandTurn(total)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.TurnsWithIDs(sess, chat, []string{fmt.Sprintf("turn-%d", total), "turn-1011", "turn-1010", "turn-1009"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || got[0].ID != "turn-1009" || got[1].ID != "turn-1010" || got[1].Text != again.Text || got[2].ID != "turn-1011" || got[3].ID != fmt.Sprintf("turn-%d", total) {
+		t.Fatalf("after appends: %+v", got)
+	}
+
+	// A store opened afresh on a log with a replaced line compacts it on its first
+	// read, and reads pages from the compacted log.
+	s2, err := Open(s.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2.onRead = s.onRead
+	s = s2
+	if got, _ := page(1005, 1015); !slices.Equal(got, want(1005, 1015)) {
+		t.Fatalf("after a reopen: %v", got)
+	}
+	if got, n := page(1009, 1012); !slices.Equal(got, want(1009, 1012)) || n > lineBytes(1009, 1012)+64 {
+		t.Fatalf("after a compaction: %v, %d bytes read", got, n)
+	}
 }

@@ -212,12 +212,24 @@ func (s *Store) RemoveTurns(session, chat string, ids ...string) error {
 }
 
 // TurnsWithIDs returns the chat's local turns whose ids are given, in the order they
-// ran, as Turns does; ids it does not keep are left out. Only those turns are decoded,
-// so a page of a long chat's history costs one read of its log: it is how a chat
-// brings back the turns it let go of (fetchTurns).
+// ran, as Turns does; ids it does not keep are left out. Only those turns' lines are
+// read, at the places the store's index of the log says (made by one read of the log,
+// the first time the store reads or appends to it): a page of a long chat's history
+// costs what the page weighs, however long the chat. It is how a chat brings back the
+// turns it let go of (fetchTurns).
 func (s *Store) TurnsWithIDs(session, chat string, ids []string) ([]LocalTurn, error) {
 	if !s.keeps() || session == "" || chat == "" || len(ids) == 0 {
 		return nil, nil
+	}
+	if err := checkNames("session or chat", session, chat); err != nil {
+		return nil, err
+	}
+	unlock := s.locks.rlock(sessionKey(session))
+	defer unlock()
+	unlockChat := s.locks.lock(chatKey(session, chat))
+	defer unlockChat()
+	if turns, ok := s.turnsAtLocked(session, chat, ids); ok {
+		return turns, nil
 	}
 	return s.readTurnsOf(session, chat, wantIDs(ids))
 }
@@ -248,7 +260,7 @@ func (s *Store) TurnRefs(session, chat string) ([]TurnRef, error) {
 		return nil, nil
 	}
 	cdir := s.chatDir(session, chat)
-	refs, err := readTurnRefs(filepath.Join(cdir, turnsLogFile), chat)
+	refs, err := readTurnRefs(filepath.Join(cdir, turnsLogFile), chat, s.onRead)
 	if errors.Is(err, ErrNotFound) {
 		// An older version's turns.json: read whole, as it is small or migrated soon.
 		turns, err := readLegacyTurns(filepath.Join(cdir, turnsFile), chat)
@@ -270,7 +282,7 @@ func (s *Store) readTurns(session, chat string) ([]LocalTurn, error) {
 // readTurnsOf is readTurns of the turns want names (all of them for nil).
 func (s *Store) readTurnsOf(session, chat string, want *turnWant) ([]LocalTurn, error) {
 	cdir := s.chatDir(session, chat)
-	sc, err := readTurnLog(filepath.Join(cdir, turnsLogFile), chat, s.seed, want)
+	sc, err := readTurnLog(filepath.Join(cdir, turnsLogFile), chat, s.seed, want, s.onRead)
 	if errors.Is(err, ErrNotFound) {
 		turns, err := readLegacyTurns(filepath.Join(cdir, turnsFile), chat)
 		if want != nil {
