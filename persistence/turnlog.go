@@ -215,6 +215,10 @@ func indexTurnLog(path, chat string, seed maphash.Seed, read func(int)) (l turnL
 	return l, !torn && l.dead == 0, nil
 }
 
+// indexedReadMax is how many turns are read line by line at most when they are more
+// than a quarter of the log's (a subscribe without a view asks for every turn).
+const indexedReadMax = 1024
+
 // turnsAtLocked reads the turns with the given ids at the places the chat's log index
 // says, in the order they ran, and nothing else of the log: a page of a long chat's
 // history costs what the page weighs. ok is false when the index cannot answer (a
@@ -227,6 +231,11 @@ func (s *Store) turnsAtLocked(session, chat string, ids []string) (turns []Local
 	}
 	if l.size == 0 {
 		return nil, true
+	}
+	if len(ids) > indexedReadMax && int64(len(ids)) > l.turns/4 {
+		// Most of the log: one read through costs fewer system calls than a read
+		// per line.
+		return nil, false
 	}
 	path := filepath.Join(s.chatDir(session, chat), turnsLogFile)
 	f, err := os.Open(path)

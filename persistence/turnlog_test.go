@@ -588,4 +588,8 @@ func TestReadingAPageReadsOnlyItsTurns(t *testing.T) {
 	if got, n := page(1009, 1012); !slices.Equal(got, want(1009, 1012)) || n > lineBytes(1009, 1012)+64 {
 		t.Fatalf("after a compaction: %v, %d bytes read", got, n)
 	}
+	// Most of the chat (a subscribe without a view) is read through, in order.
+	if got, _ := page(0, total+1); !slices.Equal(got, want(0, total+1)) {
+		t.Fatalf("every turn: %d of %d", len(got), total+1)
+	}
 }
