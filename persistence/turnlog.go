@@ -82,19 +82,23 @@ type turnLog struct {
 
 // lineAt is where a turn's newest line is in a log: its offset and length (newline
 // included), and rank, the turn's place among the log's turns, where its first line
-// stands (a turn kept again stays where it first stood).
-type lineAt struct{ off, n, rank int64 }
+// stands (a turn kept again stays where it first stood). A line is at most
+// maxTurnLine bytes, so its length fits 32 bits, as do a chat's turns: 16 bytes a turn.
+type lineAt struct {
+	off     int64
+	n, rank int32
+}
 
 // keep notes a turn's line of n bytes at off, replacing the turn's earlier line.
 func (l *turnLog) keep(h uint64, off, n int64) {
 	at, again := l.lines[h]
 	if again {
-		l.dead += at.n
+		l.dead += int64(at.n)
 	} else {
-		at.rank = l.turns
+		at.rank = int32(l.turns)
 		l.turns++
 	}
-	at.off, at.n = off, n
+	at.off, at.n = off, int32(n)
 	l.lines[h] = at
 }
 
@@ -268,7 +272,7 @@ func (s *Store) turnsAtLocked(session, chat string, ids []string) (turns []Local
 		if t.ID != id {
 			return nil, false
 		}
-		ranks[id] = at.rank + 1
+		ranks[id] = int64(at.rank) + 1
 		turns = append(turns, t)
 	}
 	slices.SortFunc(turns, func(a, b LocalTurn) int { return cmp.Compare(ranks[a.ID], ranks[b.ID]) })
