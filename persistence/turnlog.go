@@ -226,8 +226,9 @@ const indexedReadMax = 1024
 // turnsAtLocked reads the turns with the given ids at the places the chat's log index
 // says, in the order they ran, and nothing else of the log: a page of a long chat's
 // history costs what the page weighs. ok is false when the index cannot answer (a
-// line found is another turn's, or the log could not be opened for writing): the
-// caller then reads the log through. The caller holds the chat's lock exclusively.
+// line found there is not the turn's, or does not decode, or the log could not be
+// opened for writing): the caller then reads the log through. The caller holds the
+// chat's lock exclusively.
 func (s *Store) turnsAtLocked(session, chat string, ids []string) (turns []LocalTurn, ok bool) {
 	l, err := s.openTurnLogLocked(session, chat)
 	if err != nil {
@@ -262,14 +263,9 @@ func (s *Store) turnsAtLocked(session, chat string, ids []string) (turns []Local
 			return nil, false
 		}
 		var t LocalTurn
-		if json.Unmarshal(line, &t) != nil || t.validate() != nil {
-			// A line that does not decode is left out, as a read through leaves it.
-			if got, idOK := lineID(line); idOK && string(got) != id {
-				return nil, false
-			}
-			continue
-		}
-		if t.ID != id {
+		if json.Unmarshal(line, &t) != nil || t.validate() != nil || t.ID != id {
+			// Not the turn's line (a hash collision, or the log changed under the
+			// store), or a line that does not decode, which a read through judges.
 			return nil, false
 		}
 		ranks[id] = int64(at.rank) + 1

@@ -592,4 +592,15 @@ func TestReadingAPageReadsOnlyItsTurns(t *testing.T) {
 	if got, _ := page(0, total+1); !slices.Equal(got, want(0, total+1)) {
 		t.Fatalf("every turn: %d of %d", len(got), total+1)
 	}
+	// A log rewritten under the store (every line moved) is read through, not misread.
+	other, err := Open(s.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.rewriteTurnLogLocked(sess, chat, turns[1000:]); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := page(1000, 1050); !slices.Equal(got, want(1000, 1050)) {
+		t.Fatalf("a page of a log rewritten under the store: %v", got)
+	}
 }
