@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
 
@@ -21,7 +19,6 @@ import (
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/integration"
 	"github.com/termhost/termhost/messages"
-	"github.com/termhost/termhost/messages/toolterm"
 	"github.com/termhost/termhost/persistence"
 	"github.com/termhost/termhost/pty"
 )
@@ -251,40 +248,6 @@ type rootActor struct {
 	drainWaiters []*actor.PID
 }
 
-// rootWindow throttles root/terminalsChanged. It carries the whole list (PROTOCOL.md
-// 5.3), so a burst of changes - a thousand terminals opened at once - would send a
-// thousand ever longer lists to every root subscriber, quadratic in the burst. The
-// first change after a quiet window goes at once; the changes after it within the
-// window go as one list at its end. A snapshot is taken from the entries as they are
-// at that moment, whether or not their list has gone out yet.
-const rootWindow = 10 * time.Millisecond
-
-// A list of many terminals widens the window, so the lists a root subscriber is
-// sent stay within rootListRate bytes a second up to rootWindowMax: at every change
-// on a host of a thousand shells, 10 ms apart, a browser would be handed a quarter
-// of a megabyte a hundred times a second.
-const (
-	rootListRate  = 4 << 20 // bytes a second
-	rootWindowMax = 250 * time.Millisecond
-)
-
-// listWindow is the window after a list of size bytes went out.
-func listWindow(size int) time.Duration {
-	w := time.Duration(size) * time.Second / rootListRate
-	return min(max(w, rootWindow), rootWindowMax)
-}
-
-// rootFlush is the throttle's timer firing.
-type rootFlush struct{}
-
-type terminalEntry struct {
-	pid  *actor.PID
-	info messages.TerminalInfo
-	// encoded is info as it goes into the list (rootlist.go).
-	encoded json.RawMessage
-	listed  bool
-}
-
 // NewProps makes the props of the root actor.
 func NewProps(opts Options, journal *delivery.Journal) *actor.Props {
 	opts = opts.WithDefaults()
@@ -305,14 +268,6 @@ func NewProps(opts Options, journal *delivery.Journal) *actor.Props {
 		}
 		return h
 	}, actor.WithSupervisor(terminalSupervisor()), actor.WithDispatcher(channel.Pooled))
-}
-
-// terminalSupervisor keeps a Terminal whose Receive panicked: its state is what the
-// clients see, so the message that failed is dropped and the actor resumes.
-func terminalSupervisor() actor.SupervisorStrategy {
-	return actor.NewOneForOneStrategy(10, time.Minute, func(reason interface{}) actor.Directive {
-		return actor.ResumeDirective
-	})
 }
 
 // The root's phases are behaviours: serving, its working life; closing, once a
@@ -543,134 +498,6 @@ func (h *rootActor) unsubscribe(ctx actor.Context, m *channel.Unsubscribe) {
 	}
 }
 
-// forwardToChat forwards the message being handled to the session holding chat, and
-// reports whether there is one; what goes nowhere is logged at debug level.
-func (h *rootActor) forwardToChat(ctx actor.Context, chat string) bool {
-	pid := h.chats[chat]
-	if pid == nil {
-		h.opts.Logger.Debug("no chat for a session message; dropped", "chat", chat, "message", fmt.Sprintf("%T", ctx.Message()))
-		return false
-	}
-	ctx.Forward(pid)
-	return true
-}
-
-// forwardToTerminal forwards the message being handled to the terminal of uri, and
-// reports whether there is one.
-func (h *rootActor) forwardToTerminal(ctx actor.Context, uri string) bool {
-	e := h.entries[uri]
-	if e == nil {
-		return false
-	}
-	ctx.Forward(e.pid)
-	return true
-}
-
-func (h *rootActor) createChat(ctx actor.Context, m *session.CreateChat) {
-	pid := h.sessions[m.Session]
-	if pid == nil {
-		if h.toCluster(ctx, m.Session) {
-			return
-		}
-		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeSessionNotFound, "No session %s on this host", m.Session)})
-		return
-	}
-	if m.Chat != "" && (h.chats[m.Chat] != nil || h.entries[m.Chat] != nil || h.sessions[m.Chat] != nil) {
-		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeAlreadyExists, "Channel already exists: %s", m.Chat)})
-		return
-	}
-	ctx.Forward(pid)
-}
-
-// chatsOf takes a session's word for which chats it holds now.
-func (h *rootActor) chatsOf(ctx actor.Context, m *session.ChatsOf) {
-	for uri, pid := range h.chats {
-		if pid.Id == h.sessions[m.Session].GetId() {
-			delete(h.chats, uri)
-		}
-	}
-	if pid := h.sessions[m.Session]; pid != nil {
-		for _, c := range m.Chats {
-			h.chats[c] = pid
-		}
-	}
-	h.sessionsMoved(ctx)
-}
-
-func (h *rootActor) disposeSession(ctx actor.Context, m *session.Dispose) {
-	pid := h.sessions[m.URI]
-	if pid == nil {
-		if h.toCluster(ctx, m.URI) {
-			return
-		}
-		ctx.Respond(&session.Result{})
-		return
-	}
-	delete(h.sessions, m.URI)
-	delete(h.summaries, m.URI)
-	h.released(ctx, m.URI)
-	defer h.sessionsMoved(ctx)
-	for uri, p := range h.chats {
-		if p.Id == pid.Id {
-			delete(h.chats, uri)
-		}
-	}
-	ctx.Forward(pid)
-	h.tellCatalog("root/sessionRemoved", map[string]any{"channel": messages.RootURI, "session": m.URI})
-}
-
-// disposeTerminal takes the terminal off the registry and the list before the
-// answer goes, then lets it end its process.
-func (h *rootActor) disposeTerminal(ctx actor.Context, m *terminal.Dispose) {
-	if e := h.entries[m.URI]; e != nil {
-		h.unregister(ctx, m.URI, e)
-		ctx.Send(e.pid, m)
-	} else if h.toCluster(ctx, m.URI) {
-		return
-	}
-	ctx.Respond(&terminal.DisposeResult{})
-}
-
-// startFailed answers the create of a terminal whose process could not be started,
-// and stops it. It goes off the registry first: the client that hears of the
-// failure may ask for the channel at once.
-func (h *rootActor) startFailed(ctx actor.Context, m *terminal.StartFailed) {
-	if e := h.entries[m.URI]; e != nil && e.pid.Id == m.Terminal.Id {
-		h.unregister(ctx, m.URI, e)
-	}
-	ctx.Send(m.Waiter, &terminal.CreateResult{Err: m.Err})
-	ctx.Stop(m.Terminal)
-}
-
-func (h *rootActor) row(ctx actor.Context, m *terminal.Row) {
-	e := h.entries[m.Info.Resource]
-	if e == nil || e.pid.Id != m.PID.Id {
-		return
-	}
-	info := h.withNode(m.Info)
-	e.info, e.encoded, e.listed = info, encodeRow(info), true
-	h.publishTerminals(ctx)
-}
-
-// terminated takes a terminal that stopped off the registry and the list.
-func (h *rootActor) terminated(ctx actor.Context, m *actor.Terminated) {
-	if uri, ok := h.byActor[m.Who.Id]; ok {
-		if e := h.entries[uri]; e != nil && e.pid.Id == m.Who.Id {
-			h.unregister(ctx, uri, e)
-		}
-	}
-}
-
-func (h *rootActor) unregister(ctx actor.Context, uri string, e *terminalEntry) {
-	delete(h.entries, uri)
-	delete(h.byActor, e.pid.Id)
-	h.released(ctx, uri)
-	h.removeOrder(uri)
-	if e.listed {
-		h.publishTerminals(ctx)
-	}
-}
-
 // shutdown asks the sessions to end their commands before the terminals go: a
 // command's turn still waiting ends unrun and what ended is written. They are asked
 // off the mailbox, because they ask this actor for their terminals' snapshots
@@ -701,83 +528,6 @@ func (h *rootActor) maybeShutdownDone(ctx actor.Context) {
 		ctx.Send(w, &channel.ShutdownDone{})
 	}
 	h.shutdownWaiters = nil
-}
-
-func (h *rootActor) removeOrder(uri string) {
-	for i, u := range h.order {
-		if u == uri {
-			h.order = append(h.order[:i], h.order[i+1:]...)
-			return
-		}
-	}
-}
-
-func (h *rootActor) create(ctx actor.Context, m *terminal.Create) {
-	// A spare shell offered to a terminal that is not made here is ended.
-	spawned := false
-	if m.Spare != nil {
-		defer func() {
-			if !spawned {
-				go m.Spare.Release()
-			}
-		}()
-	}
-	if m.URI == messages.RootURI {
-		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeInvalidParams, "Invalid params: %s is the root channel", m.URI)})
-		return
-	}
-	_, taken := h.entries[m.URI]
-	_, remote := h.remoteURIs[m.URI]
-	if taken || remote {
-		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeAlreadyExists, "Terminal already exists: %s", m.URI)})
-		return
-	}
-	if h.sessions[m.URI] != nil || h.chats[m.URI] != nil {
-		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeInvalidParams, "%s is a session or chat here, not a terminal", m.URI)})
-		return
-	}
-	// A terminal a tool result names cannot be opened as a shell of a client's own.
-	if _, _, named := toolterm.Parse(m.URI); named && m.Watcher == nil {
-		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeSessionAlreadyExists, "%s names a command's terminal; it cannot be created", m.URI)})
-		return
-	}
-	if h.placeInCluster(ctx, m) || h.refuseWhileDraining(ctx, m) {
-		return
-	}
-	if m.Watcher == nil && m.Spare == nil && h.reserveFirst(ctx, m.URI, func() { h.create(ctx, m) }, func() {
-		ctx.Respond(&terminal.CreateResult{Err: messages.Errorf(messages.CodeAlreadyExists, "Terminal already exists: %s", m.URI)})
-	}) {
-		return
-	}
-	props := terminal.NewProps(h.opts.terminalConfig(h.journal), m, h.defaultShell())
-	// The name carries a number of its own: a terminal disposed under the same URI
-	// may still be winding down, or gone with its Terminated not yet here, and a
-	// reused actor id would make that Terminated, or a connection's cached actor,
-	// stand for the new terminal.
-	h.spawned++
-	pid, err := ctx.SpawnNamed(props, fmt.Sprintf("terminal-%s-%d", sanitizeName(m.URI), h.spawned))
-	if err != nil {
-		pid = ctx.Spawn(props)
-	}
-	ctx.Watch(pid)
-	h.entries[m.URI] = &terminalEntry{pid: pid}
-	h.byActor[pid.Id] = m.URI
-	h.order = append(h.order, m.URI)
-	spawned = true
-	ctx.Forward(pid)
-}
-
-// defaultShell is the root config's defaultShell where this machine can run it.
-func (h *rootActor) defaultShell() string {
-	if s, _ := h.root.Config.Values[ConfigDefaultShell].(string); s != "" && isExecutable(s) {
-		return s
-	}
-	return ""
-}
-
-func isExecutable(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
 }
 
 func (h *rootActor) dispatch(ctx actor.Context, m *channel.Dispatch) {
@@ -837,84 +587,6 @@ func (h *rootActor) reject(m *channel.Dispatch, reason string) {
 	h.journal.Reject(m.Sub, m.Channel, m.Raw, m.Origin, reason)
 }
 
-func (h *rootActor) publishTerminals(ctx actor.Context) {
-	if h.clustered() {
-		// The other nodes hear of this node's rows as they change (clusterList).
-		h.root.Terminals = h.listTerminals(ctx)
-	} else {
-		h.listStale = true
-	}
-	h.checkDrained(ctx)
-	if h.rootTimer != nil {
-		return // the list goes, as it is then, when the window ends
-	}
-	if wait := max(h.rootSpacing, rootWindow) - time.Since(h.rootSent); wait > 0 {
-		self, system := ctx.Self(), ctx.ActorSystem()
-		h.rootTimer = time.AfterFunc(wait, func() { system.Root.Send(self, &rootFlush{}) })
-		return
-	}
-	h.sendTerminals()
-}
-
-// listTerminals makes the root list from the listed entries, in order, and (in a
-// cluster) the other nodes' rows after them. The list is new: a snapshot that holds
-// an older one keeps it as it was.
-func (h *rootActor) listTerminals(ctx actor.Context) *[]messages.TerminalInfo {
-	list := make([]messages.TerminalInfo, 0, len(h.order))
-	var encoded []json.RawMessage
-	if h.clustered() {
-		encoded = make([]json.RawMessage, 0, len(h.order))
-	}
-	for _, uri := range h.order {
-		if e := h.entries[uri]; e != nil && e.listed {
-			list = append(list, e.info)
-			if encoded != nil {
-				encoded = append(encoded, e.encoded)
-			}
-		}
-	}
-	list = h.clusterList(ctx, list, encoded)
-	return &list
-}
-
-// freshenList brings root.Terminals up to the entries where a change left it stale
-// (only ever on one node, where the list needs no context to make).
-func (h *rootActor) freshenList() {
-	if h.listStale {
-		h.root.Terminals = h.listTerminals(nil)
-		h.listStale = false
-	}
-}
-
-// sendTerminals broadcasts the root list as this actor's root state holds it now.
-func (h *rootActor) sendTerminals() {
-	if h.rootTimer != nil {
-		h.rootTimer.Stop()
-		h.rootTimer = nil
-	}
-	h.rootSent = time.Now()
-	h.freshenList()
-	if h.root.Terminals == nil {
-		a := &messages.Action{Type: messages.RootTerminalsChanged}
-		h.deliver(h.journal.StampReplacing(&messages.Envelope{Channel: messages.RootURI, Action: messages.EncodeAction(a)}))
-		return
-	}
-	// The list as publishTerminals last made it: the listed entries, in order.
-	infos := *h.root.Terminals
-	rows := make([]json.RawMessage, len(infos))
-	for i, info := range infos {
-		if e := h.entries[info.Resource]; e != nil && e.listed {
-			rows[i] = e.encoded
-		} else {
-			rows[i] = h.remoteURIs[info.Resource]
-		}
-	}
-	// Each list replaces the one before it, in the replay ring too.
-	frame := h.journal.StampReplacing(&messages.Envelope{Channel: messages.RootURI, Action: terminalsChangedJSON(infos, rows)})
-	h.rootSpacing = listWindow(len(frame))
-	h.deliver(frame)
-}
-
 func (h *rootActor) broadcast(env *messages.Envelope) {
 	h.deliver(h.journal.Stamp(env))
 }
@@ -936,159 +608,3 @@ func sanitizeName(uri string) string {
 	}
 	return string(b)
 }
-
-// sessionOf is the session actor that answers for a session, chat or command terminal
-// URI, or nil.
-// isSessionURI says uri names a session itself (ahp-session:/<id>), not a chat or
-// anything else under one.
-func isSessionURI(uri string) bool {
-	id, ok := strings.CutPrefix(uri, "ahp-session:/")
-	return ok && id != "" && !strings.Contains(id, "/")
-}
-
-func (h *rootActor) sessionOf(uri string) *actor.PID {
-	if pid := h.sessions[uri]; pid != nil {
-		return pid
-	}
-	if pid := h.chats[uri]; pid != nil {
-		return pid
-	}
-	if chat, _, ok := toolterm.Parse(uri); ok {
-		return h.chats[chat]
-	}
-	return nil
-}
-
-func (h *rootActor) createSession(ctx actor.Context, m *session.Create) {
-	if h.sessions[m.URI] != nil || h.remoteSession(m.URI) {
-		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeSessionAlreadyExists, "Session already exists: %s", m.URI)})
-		return
-	}
-	if _, remote := h.remoteURIs[m.URI]; h.entries[m.URI] != nil || h.chats[m.URI] != nil || remote || h.remoteChat(m.URI) {
-		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeInvalidParams, "%s is already a channel here", m.URI)})
-		return
-	}
-	if h.placeSessionInCluster(ctx, m) {
-		return
-	}
-	agent := m.Agent
-	if agent == session.HostProvider && !slices.Contains(h.opts.agents(), agent) {
-		agent = "" // the provider of a session without an agent
-	}
-	if agent != "" && !slices.Contains(h.opts.agents(), agent) {
-		ctx.Respond(&session.Result{Err: messages.Errorf(session.CodeProviderNotFound, "No agent %q on this host; the agents are listed on root state (agents)", m.Agent)})
-		return
-	}
-	if h.reserveFirst(ctx, m.URI, func() { h.createSession(ctx, m) }, func() {
-		ctx.Respond(&session.Result{Err: messages.Errorf(messages.CodeSessionAlreadyExists, "Session already exists: %s", m.URI)})
-	}) {
-		return
-	}
-	rec := persistence.SessionRecord{URI: m.URI, WorkingDirectories: m.WorkingDirectories, Created: time.Now(), Agent: agent, Creator: m.By}
-	pid := ctx.Spawn(session.NewProps(h.opts.sessionConfig(h.journal), rec, false))
-	h.sessions[m.URI] = pid
-	h.chats[m.URI+"/chat"] = pid
-	ctx.Respond(&session.Result{Chat: m.URI + "/chat"})
-	// Every root subscriber that may read sessions hears of it (root/sessionAdded),
-	// with the summary listSessions would give: a client keeps its session list from
-	// listSessions and these, and never asks again while it is connected.
-	ctx.ReenterAfter(ctx.RequestFuture(pid, &session.SummaryQuery{}, 5*time.Second), func(res any, err error) {
-		if summary, ok := res.(map[string]any); ok && err == nil && h.sessions[m.URI] == pid {
-			summary = h.withNodeSummary(summary)
-			h.tellCatalog("root/sessionAdded", map[string]any{"channel": messages.RootURI, "summary": summary})
-			if h.clustered() {
-				h.summaries[m.URI] = summary
-				h.sessionsMoved(ctx)
-			}
-		}
-	})
-}
-
-// tellCatalog sends a notification of the session catalog to the root's subscribers
-// that may read sessions (each connection knows whether its person may).
-func (h *rootActor) tellCatalog(method string, params map[string]any) {
-	frame, err := messages.NotificationFrame(method, params)
-	if err != nil {
-		h.opts.Logger.Warn("a session catalog notification could not be encoded", "method", method, "err", err)
-		return
-	}
-	for s := range h.subs {
-		if c, ok := s.(delivery.CatalogSubscriber); ok {
-			c.DeliverCatalog(frame)
-		}
-	}
-}
-
-// restoreSessions brings back the sessions the store kept: a session whose turns are
-// all commands has no transcript anywhere else (seed: "Who opens one").
-func (h *rootActor) restoreSessions(ctx actor.Context) {
-	records, problems := h.opts.Store.Sessions()
-	for _, err := range problems {
-		h.opts.Logger.Warn("a kept session could not be read", "err", err)
-	}
-	for _, rec := range records {
-		pid := ctx.Spawn(session.NewProps(h.opts.sessionConfig(h.journal), rec, true))
-		h.sessions[rec.URI] = pid
-		for _, c := range rec.Chats {
-			h.chats[c] = pid
-		}
-		if h.clustered() {
-			// The other nodes list it once its summary is known.
-			uri := rec.URI
-			ctx.ReenterAfter(ctx.RequestFuture(pid, &session.SummaryQuery{}, 5*time.Second), func(res any, err error) {
-				if summary, ok := res.(map[string]any); ok && err == nil && h.sessions[uri] == pid {
-					h.summaries[uri] = h.withNodeSummary(summary)
-					h.sessionsMoved(ctx)
-				}
-			})
-		}
-	}
-	if h.clustered() {
-		h.publishTerminals(ctx) // the other nodes hear of the chats kept here
-	}
-}
-
-func (h *rootActor) listSessions(ctx actor.Context) {
-	futures := make([]*actor.Future, 0, len(h.sessions))
-	for _, pid := range h.sessions {
-		futures = append(futures, ctx.RequestFuture(pid, &session.SummaryQuery{}, 5*time.Second))
-	}
-	sender := ctx.Sender()
-	system := ctx.ActorSystem()
-	// Another node's sessions are listed as it last told this one, each naming its
-	// node, after this node's own.
-	remote, node := h.remoteSummaries(), h.withNodeSummary
-	go func() {
-		items := []map[string]any{}
-		for _, f := range futures {
-			if res, err := f.Result(); err == nil {
-				if m, ok := res.(map[string]any); ok {
-					items = append(items, node(m))
-				}
-			}
-		}
-		system.Root.Send(sender, append(items, remote...))
-	}()
-}
-
-// disposing reports whether a terminal the root let go of is still ending.
-func (h *rootActor) disposing(ctx actor.Context) bool {
-	for _, c := range ctx.Children() {
-		if !h.isSession(c) {
-			return true
-		}
-	}
-	return false
-}
-
-func (h *rootActor) isSession(pid *actor.PID) bool {
-	for _, p := range h.sessions {
-		if p.Id == pid.Id {
-			return true
-		}
-	}
-	return false
-}
-
-// sessionsClosed says every session has ended its commands for a shutdown.
-type sessionsClosed struct{}
