@@ -96,6 +96,9 @@ func (h *rootActor) unregister(ctx actor.Context, uri string, e *terminalEntry) 
 	}
 }
 
+// removeOrder takes uri out of the list's order. It is linear in the terminals: a
+// thousand disposed one by one cost about a million string compares in all, far less
+// than the lists their disposal sends.
 func (h *rootActor) removeOrder(uri string) {
 	for i, u := range h.order {
 		if u == uri {
