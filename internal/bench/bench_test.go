@@ -369,3 +369,51 @@ func TestFloodOutputBytes(t *testing.T) {
 		t.Fatalf("pty: %d", got)
 	}
 }
+
+// A stream that subscribes to a terminal after it printed keeps what its snapshot
+// holds (the initialize's answer): the echo scenario waits for cat's "ready" there
+// as well as in the data after it. Before, the answer was read and dropped, and a
+// "ready" printed before the subscribe was waited for until the deadline.
+func TestStreamKeepsItsSnapshot(t *testing.T) {
+	ptyOrSkip(t)
+	h, err := StartLocalHost(LocalHostOptions{UsePty: true, EmptyHome: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tg := target{url: h.URL, token: h.Token}
+	k, err := dialCtl(ctx, tg, "printer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	const uri = "ahp-terminal:/printed-before"
+	w := k.watch(uri)
+	if err := k.create(ctx, uri, echoCommandPty); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := k.subscribe(ctx, uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for text := snap.Text(); !strings.Contains(text, "ready"); {
+		select {
+		case env := <-w.ch:
+			if env.Action != nil && strings.Contains(string(env.Action), "ready") {
+				text = "ready"
+			}
+		case <-ctx.Done():
+			t.Fatal("cat never said ready")
+		}
+	}
+	s, err := dialStream(ctx, tg, "late-reader", uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if !bytes.Contains(s.answer, []byte("ready")) {
+		t.Fatalf("the stream's snapshot lacks what the terminal printed before it: %q", s.answer)
+	}
+}

@@ -179,6 +179,10 @@ type stream struct {
 	// a frame that begins otherwise takes the decoding path.
 	dataPrefix []byte
 	buf        bytes.Buffer
+	// answer is the initialize's answer, which holds the channel's snapshot: what
+	// the terminal printed before the stream subscribed is there, not in a frame
+	// after it.
+	answer []byte
 }
 
 // streamEnd is how a stream's reading ended.
@@ -276,6 +280,7 @@ func dialStream(ctx context.Context, t target, clientID, channel string) (*strea
 			return nil, err
 		}
 		if answered {
+			s.answer = append([]byte(nil), frame...)
 			return s, nil
 		}
 	}

@@ -177,8 +177,9 @@ func (e *env) openHostEcho(ctx context.Context) (*hostEcho, error) {
 		return nil, err
 	}
 	h.ws, h.prefix = s.ws, s.dataPrefix
-	// cat is running once "ready" is out (the snapshot, or data after it).
-	var seen []byte
+	// cat is running once "ready" is out: in the snapshot (the initialize's answer,
+	// when the terminal printed it before the stream subscribed), or in data after it.
+	seen := s.answer
 	for !bytes.Contains(seen, []byte("ready")) {
 		frame, err := h.read(wctx)
 		if err != nil {
