@@ -55,7 +55,13 @@ func NewClients(keep time.Duration, max int) *Clients {
 // person holds or held, so nobody takes over someone else's claims by naming their
 // client; a reconnect of a clientId the host does not remember (never seen, gone too
 // long, or from before the host restarted) is refused so the client initializes.
-func (r *Clients) join(clientID, user, version string) (string, *messages.Error) {
+//
+// back, when not nil, runs once the client has joined, under the table's lock, as
+// leave's left does: a connection tells the sessions its client is back, or gone,
+// in the order the table changed. Sent after the lock, a resume's "back" could
+// overtake the old connection's "gone" and leave the client marked away while it
+// is connected. back must not block (an actor's Send does not).
+func (r *Clients) join(clientID, user, version string, back func()) (string, *messages.Error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.byID[clientID]
@@ -77,16 +83,23 @@ func (r *Clients) join(clientID, user, version string) (string, *messages.Error)
 		c.version = version
 	}
 	c.open++
+	if back != nil {
+		back()
+	}
 	return c.version, nil
 }
 
-// leave says one connection of clientID went, and reports whether it was the last.
-func (r *Clients) leave(clientID string) bool {
+// leave says one connection of clientID went, and reports whether it was the last;
+// when it was, left (if not nil) runs under the table's lock (see join).
+func (r *Clients) leave(clientID string, left func()) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c := r.byID[clientID]; c != nil && c.open > 0 {
 		if c.open--; c.open == 0 {
 			c.left = r.now()
+			if left != nil {
+				left()
+			}
 			return true
 		}
 	}

@@ -128,9 +128,10 @@ func (c *connection) Receive(ctx actor.Context) {
 		c.recheck()
 	case *Disconnected:
 		c.gone = true
-		if c.initialized && c.cfg.Clients.leave(c.clientID) {
+		if c.initialized {
 			// Its sessions keep its presence for a grace, for it to come back.
-			ctx.Send(c.cfg.Root, &session.ClientLeft{ClientID: c.clientID})
+			root, id := c.cfg.Root, c.clientID
+			c.cfg.Clients.leave(id, func() { ctx.Send(root, &session.ClientLeft{ClientID: id}) })
 		}
 		// Unsubscribe follows any Subscribe this actor sent to the same channel, so
 		// one still on its way is undone too.

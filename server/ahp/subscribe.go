@@ -77,7 +77,10 @@ func (c *connection) initialize(ctx actor.Context, id json.RawMessage, raw json.
 // this person may be that client and which version it speaks, and the sessions hear
 // that the client is back. It answers the request itself when it may not.
 func (c *connection) signIn(ctx actor.Context, id json.RawMessage, clientID, version string) bool {
-	version, e := c.cfg.Clients.join(clientID, c.cfg.Principal.User, version)
+	root := c.cfg.Root
+	version, e := c.cfg.Clients.join(clientID, c.cfg.Principal.User, version, func() {
+		ctx.Send(root, &session.ClientBack{ClientID: clientID})
+	})
 	if e != nil {
 		c.fail(id, e)
 		return false
@@ -86,7 +89,6 @@ func (c *connection) signIn(ctx actor.Context, id json.RawMessage, clientID, ver
 	c.gate = versioning.NewActionGate(version)
 	c.cfg.Outbox.Gate(c.gate)
 	c.cfg.Outbox.ShowCatalog(c.mayReadSessions())
-	ctx.Send(c.cfg.Root, &session.ClientBack{ClientID: clientID})
 	return true
 }
 
