@@ -331,18 +331,7 @@ func (p *proxy) subscribed(m *subscribed) {
 	}
 	p.state, p.phase = state, live
 	p.sb = messages.Scrollback{Limit: p.sb.Limit}
-	var more []waiter
-	for _, w := range waiting {
-		if !covers(p.asked, w.turns) && !p.doc.holds(w.turns) {
-			more = append(more, w)
-			continue
-		}
-		p.subs[w.sub] = true
-		p.system.Root.Send(w.sender, p.snapshot())
-	}
-	for _, w := range more {
-		p.view(w)
-	}
+	p.answer(waiting)
 	// The owner's gateway knew the terminal before it answered: what was held goes
 	// to it directly, after the subscription.
 	p.hold(false, false)

@@ -502,16 +502,23 @@ func (p *proxy) shown(gen, round uint64) {
 	p.showing = false
 	viewing := p.viewing
 	p.viewing = nil
-	var again []waiter
-	for _, w := range viewing {
+	p.answer(viewing)
+}
+
+// answer answers the subscribes the proxy's copy serves now: those whose view it
+// holds, or whose view the owner was last asked for (asked), which is what the owner
+// holds when it could not read more. The rest wait while the owner is asked (view).
+func (p *proxy) answer(waiting []waiter) {
+	var more []waiter
+	for _, w := range waiting {
 		if !covers(p.asked, w.turns) && !p.doc.holds(w.turns) {
-			again = append(again, w)
+			more = append(more, w)
 			continue
 		}
 		p.subs[w.sub] = true
 		p.system.Root.Send(w.sender, p.snapshot())
 	}
-	for _, w := range again {
+	for _, w := range more {
 		p.view(w)
 	}
 }
