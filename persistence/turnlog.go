@@ -76,8 +76,6 @@ type turnLog struct {
 	// without the rest of the log (turnsAtLocked). A collision misjudges when to
 	// compact, and a read that finds another id's line there reads the whole log.
 	lines map[uint64]lineAt
-	// turns is how many turns the log keeps: the next one's rank.
-	turns int64
 }
 
 // lineAt is where a turn's newest line is in a log: its offset and length (newline
@@ -95,8 +93,7 @@ func (l *turnLog) keep(h uint64, off, n int64) {
 	if again {
 		l.dead += int64(at.n)
 	} else {
-		at.rank = int32(l.turns)
-		l.turns++
+		at.rank = int32(len(l.lines)) // the turns kept before it
 	}
 	at.off, at.n = off, int32(n)
 	l.lines[h] = at
@@ -237,7 +234,7 @@ func (s *Store) turnsAtLocked(session, chat string, ids []string) (turns []Local
 	if l.size == 0 {
 		return nil, true
 	}
-	if len(ids) > indexedReadMax && int64(len(ids)) > l.turns/4 {
+	if len(ids) > indexedReadMax && len(ids) > len(l.lines)/4 {
 		// Most of the log: one read through costs fewer system calls than a read
 		// per line.
 		return nil, false
