@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/termhost/termhost/persistence/turnorder"
 )
 
 // Local turn end states: how a turn ended, as ChatState.turns[].state says it
@@ -245,10 +247,8 @@ func (s *Store) TurnsOfToolCall(session, chat, toolCallID string) ([]LocalTurn, 
 }
 
 // TurnRef is what ordering a chat's turns needs of a local turn: its id and the turn
-// it is anchored to.
-type TurnRef struct {
-	ID, AnchorTurnID string
-}
+// it is anchored to (turnorder.Ref).
+type TurnRef = turnorder.Ref
 
 // TurnRefs is what a restart needs of a chat's local turns when it holds only its
 // newest: each turn's ref, in the order they ran, as Turns would give them. A line is
@@ -294,32 +294,24 @@ func (s *Store) readTurnsOf(session, chat string, want *turnWant) ([]LocalTurn, 
 }
 
 // MergeTurns puts a chat's local turns back among the turns of its live state or
-// transcript (seed 000, "Who opens one"). transcript is the chat's turn ids in order;
-// local is its local turns in the order they ran (as Turns returns them).
-//
-// Each local turn goes right after the turn it is anchored to - after the local turns
-// that ran before it from the same anchor, and after the local turns anchored to those -
-// and one anchored to "" goes before every transcript turn. A local turn whose anchor is
-// neither "" nor in the transcript nor a kept local turn is dropped, as the reference
-// host drops one, and so is every local turn anchored to a dropped one. A local turn
-// whose ID the transcript already holds (a live chat's state holds the turns the host
-// ran) is kept where the transcript has it. A repeated local ID keeps its first turn.
-//
-// order is every turn id in order; keptTurns is the local turns that stayed, in the order
-// they ran. A local turn in neither was dropped, and RemoveTurns may forget it.
+// transcript, as package turnorder says where each goes. transcript is the chat's turn
+// ids in order; local is its local turns in the order they ran (as Turns returns
+// them). order is every turn id in order; keptTurns is the local turns that stayed, in
+// the order they ran. A local turn in neither was dropped, and RemoveTurns may forget
+// it.
 func MergeTurns(transcript []string, local []LocalTurn) (order []string, keptTurns []LocalTurn) {
 	refs := make([]TurnRef, len(local))
 	for i, t := range local {
 		refs[i] = TurnRef{ID: t.ID, AnchorTurnID: t.AnchorTurnID}
 	}
-	order, keep := mergeRefs(transcript, refs)
+	order, keep := turnorder.Merge(transcript, refs)
 	return order, kept(local, keep)
 }
 
 // MergeTurnRefs is MergeTurns of the turns' refs (TurnRefs), for a restart that reads
 // the bodies of only the turns it holds.
 func MergeTurnRefs(transcript []string, local []TurnRef) (order []string, keptRefs []TurnRef) {
-	order, keep := mergeRefs(transcript, local)
+	order, keep := turnorder.Merge(transcript, local)
 	return order, kept(local, keep)
 }
 
@@ -332,56 +324,4 @@ func kept[T any](all []T, keep []bool) []T {
 		}
 	}
 	return out
-}
-
-// mergeRefs is MergeTurns' order, and which of local it keeps.
-func mergeRefs(transcript []string, local []TurnRef) (order []string, keep []bool) {
-	inTranscript := make(map[string]bool, len(transcript))
-	for _, id := range transcript {
-		inTranscript[id] = true
-	}
-	keep = make([]bool, len(local))
-	children := make(map[string][]int) // anchor id -> indexes into local, in run order
-	seen := make(map[string]bool, len(local))
-	for i, t := range local {
-		if t.ID == "" || seen[t.ID] {
-			continue
-		}
-		seen[t.ID] = true
-		if inTranscript[t.ID] {
-			keep[i] = true
-			continue
-		}
-		children[t.AnchorTurnID] = append(children[t.AnchorTurnID], i)
-	}
-
-	order = make([]string, 0, len(transcript)+len(local))
-	var stack []int
-	// place emits the local turns anchored to anchor, each followed by its own, depth
-	// first; a loop of local turns anchored to each other is never reached. Each
-	// anchor's turns are placed once, even if the transcript repeats it.
-	place := func(anchor string) {
-		kids := children[anchor]
-		delete(children, anchor)
-		for i := len(kids) - 1; i >= 0; i-- {
-			stack = append(stack, kids[i])
-		}
-		for len(stack) > 0 {
-			i := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			order = append(order, local[i].ID)
-			keep[i] = true
-			kids := children[local[i].ID]
-			delete(children, local[i].ID)
-			for j := len(kids) - 1; j >= 0; j-- {
-				stack = append(stack, kids[j])
-			}
-		}
-	}
-	place("")
-	for _, id := range transcript {
-		order = append(order, id)
-		place(id)
-	}
-	return order, keep
 }
