@@ -77,13 +77,29 @@ type Member struct {
 	topology *topologyView
 }
 
-// topologyView keeps the members of the last ClusterTopology protoactor-go published.
+// topologyView keeps the members of the last ClusterTopology protoactor-go published,
+// and tells the actors that follow it of every list after that.
 // It is read instead of MemberList.Members(), which reads the list without the lock
 // its provider's goroutine replaces it under: a data race at every node's start.
 // The events come on that goroutine, so the view is behind a mutex of its own.
+//
+// An actor follows the view rather than subscribing to the event stream itself: a
+// subscription made while a list is being published misses it (Publish calls the
+// subscribers it had when it began), and a read of the view just then still finds the
+// list before. A node that started in that instant heard of no member until the
+// membership changed again: it greeted nobody, and its peers' terminals never showed
+// on its list. Here the list and the followers change under one lock, so a follower
+// is given either the list in its follow call or a message with it after.
 type topologyView struct {
-	mu      sync.Mutex
-	members []*pcluster.Member
+	mu        sync.Mutex
+	members   []*pcluster.Member
+	followers map[string]follower
+}
+
+// follower is an actor told of each list, in the message its wrap makes of it.
+type follower struct {
+	pid  *actor.PID
+	wrap func([]*pcluster.Member) any
 }
 
 // watch subscribes the view to system's topology events; call it before the member
@@ -92,8 +108,11 @@ func (v *topologyView) watch(system *actor.ActorSystem) *eventstream.Subscriptio
 	return system.EventStream.Subscribe(func(evt any) {
 		if t, ok := evt.(*pcluster.ClusterTopology); ok {
 			v.mu.Lock()
+			defer v.mu.Unlock()
 			v.members = t.Members
-			v.mu.Unlock()
+			for _, f := range v.followers {
+				system.Root.Send(f.pid, f.wrap(t.Members))
+			}
 		}
 	})
 }
@@ -104,6 +123,26 @@ func (v *topologyView) Members() []*pcluster.Member {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.members
+}
+
+// follow returns the members listed now and has pid sent wrap(members) for every
+// list after them, until unfollow. An actor calls it as it starts (again when it
+// restarts: it replaces what the actor asked before).
+func (v *topologyView) follow(pid *actor.PID, wrap func([]*pcluster.Member) any) []*pcluster.Member {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.followers == nil {
+		v.followers = map[string]follower{}
+	}
+	v.followers[pid.String()] = follower{pid: pid, wrap: wrap}
+	return v.members
+}
+
+// unfollow stops telling pid of the lists.
+func (v *topologyView) unfollow(pid *actor.PID) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.followers, pid.String())
 }
 
 // Join starts this node's remote and joins the cluster; the node actor is spawned by
@@ -199,9 +238,21 @@ func (m *Member) Spawn(journal *delivery.Journal, rootPID *actor.PID) error {
 	if _, ok := m.system.ProcessRegistry.Add(m.gw, GatewayName); !ok {
 		return fmt.Errorf("cluster: %s is taken", GatewayName)
 	}
-	props := actor.PropsFromProducer(func() actor.Actor { return newNode(m, journal, rootPID) })
+	props := actor.PropsFromProducer(func() actor.Actor { return newNode(m, journal, rootPID) }, restartedForGood())
 	_, err := m.system.Root.SpawnNamed(props, NodeName)
 	return err
+}
+
+// restartedForGood has a node's own actors (the node actor, the users actor) restarted
+// after every failure. By default protoactor-go stops an actor after ten failures in
+// ten seconds; a node without its node actor answers no other node again, and one
+// without its users actor takes no user change again, while it goes on serving its
+// own clients as if nothing were wrong. A restart starts them afresh (they greet
+// every member the provider lists), and the server logs each failure.
+// What an instance started (timers, subscriptions) it ends on Restarting as on
+// Stopping: the instance after it starts its own.
+func restartedForGood() actor.PropsOption {
+	return actor.WithGuardian(actor.RestartingSupervisorStrategy())
 }
 
 // Drain tells the other nodes that this one takes no new terminals: placement

@@ -71,7 +71,6 @@ type node struct {
 	// last went, rowsTimer is set while a send waits for the window's end.
 	rowsSent  time.Time
 	rowsTimer *time.Timer
-	topoSub   any
 	// reserved are the reservations of URIs whose home is this node (reserve.go).
 	reserved map[string]reservation
 }
@@ -79,7 +78,9 @@ type node struct {
 // Messages of the node actor to itself.
 type (
 	topology struct{ members []*pcluster.Member }
-	loadTick struct{}
+	// loadTick is the load timer of the instance it names firing: one that fired as
+	// its instance was replaced is not the new one's.
+	loadTick struct{ of *node }
 	// startDrain says this node takes no new terminals from now on.
 	startDrain struct{}
 	// rowsFlush is the rows throttle's timer firing.
@@ -108,7 +109,8 @@ func (n *node) Receive(ctx actor.Context) {
 	switch msg := Decode(ctx.Message()).(type) {
 	case *actor.Started:
 		n.started(ctx)
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
+		n.m.topology.unfollow(ctx.Self())
 		if n.loadTimer != nil {
 			n.loadTimer.Stop()
 		}
@@ -121,7 +123,9 @@ func (n *node) Receive(ctx actor.Context) {
 	case *topology:
 		n.topology(ctx, msg.members)
 	case *loadTick:
-		n.tick(ctx)
+		if msg.of == n {
+			n.tick(ctx)
+		}
 	case *startDrain:
 		n.load.Draining = true
 		for _, p := range n.peers {
@@ -236,15 +240,11 @@ func (n *node) Receive(ctx actor.Context) {
 
 func (n *node) started(ctx actor.Context) {
 	self, system := ctx.Self(), ctx.ActorSystem()
-	n.topoSub = system.EventStream.Subscribe(func(evt any) {
-		if t, ok := evt.(*pcluster.ClusterTopology); ok {
-			system.Root.Send(self, &topology{members: t.Members})
-		}
-	})
+	members := n.m.topology.follow(self, func(m []*pcluster.Member) any { return &topology{members: m} })
 	n.load.Average = loadAverage()
 	ctx.Send(n.root, &root.ResendRows{})
-	n.topology(ctx, n.m.topology.Members())
-	n.loadTimer = time.AfterFunc(n.m.opts.LoadInterval, func() { system.Root.Send(self, &loadTick{}) })
+	n.topology(ctx, members)
+	n.loadTimer = time.AfterFunc(n.m.opts.LoadInterval, func() { system.Root.Send(self, &loadTick{of: n}) })
 }
 
 // topology follows the provider: a node it no longer lists is lost, and one it newly
@@ -284,7 +284,7 @@ func (n *node) tick(ctx actor.Context) {
 		ctx.Send(p.pid, &loadReport{Addr: n.m.addr, Instance: n.m.instance, Load: n.load})
 	}
 	self, system := ctx.Self(), ctx.ActorSystem()
-	n.loadTimer = time.AfterFunc(n.m.opts.LoadInterval, func() { system.Root.Send(self, &loadTick{}) })
+	n.loadTimer = time.AfterFunc(n.m.opts.LoadInterval, func() { system.Root.Send(self, &loadTick{of: n}) })
 }
 
 // hello takes a node in. Its calls reached this one through the cluster's secret, so

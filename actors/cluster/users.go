@@ -6,7 +6,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
 
 	"github.com/termhost/termhost/auth"
@@ -85,7 +84,7 @@ func (m *usersDigest) Serialize() (remote.RootSerialized, error) { return pack(k
 // Messages of the users actor to itself.
 type (
 	usersTopology struct{ members []*pcluster.Member }
-	usersTick     struct{}
+	usersTick     struct{ of *users } // as loadTick
 )
 
 // users is the users actor.
@@ -100,7 +99,6 @@ type users struct {
 	refused map[string]string
 	ticks   int
 	timer   *time.Timer
-	topoSub *eventstream.Subscription
 }
 
 // SpawnUsers makes store this node's copy of the cluster's users and starts the
@@ -111,7 +109,7 @@ func (m *Member) SpawnUsers(store *auth.Store) error {
 	}
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &users{m: m, store: store, members: map[string]bool{}, refused: map[string]string{}}
-	})
+	}, restartedForGood())
 	_, err := m.system.Root.SpawnNamed(props, UsersName)
 	if err == nil {
 		m.users = store
@@ -148,25 +146,21 @@ func (m *Member) SyncUsers() (answered, asked int) {
 func (u *users) Receive(ctx actor.Context) {
 	switch msg := Decode(ctx.Message()).(type) {
 	case *actor.Started:
-		self, system := ctx.Self(), ctx.ActorSystem()
-		u.topoSub = system.EventStream.Subscribe(func(evt any) {
-			if t, ok := evt.(*pcluster.ClusterTopology); ok {
-				system.Root.Send(self, &usersTopology{members: t.Members})
-			}
-		})
+		members := u.m.topology.follow(ctx.Self(), func(m []*pcluster.Member) any { return &usersTopology{members: m} })
 		u.gen = u.store.Generation()
-		u.topology(ctx, u.m.topology.Members())
+		u.topology(ctx, members)
 		u.schedule(ctx)
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
 		if u.timer != nil {
 			u.timer.Stop()
 		}
-		if u.topoSub != nil {
-			ctx.ActorSystem().EventStream.Unsubscribe(u.topoSub)
-		}
+		u.m.topology.unfollow(ctx.Self())
 	case *usersTopology:
 		u.topology(ctx, msg.members)
 	case *usersTick:
+		if msg.of != u {
+			return
+		}
 		u.sendIfChanged(ctx)
 		if u.ticks++; u.ticks%digestEvery == 0 {
 			d := &usersDigest{From: u.m.addr, Sum: u.store.Digest()}
@@ -211,7 +205,7 @@ func (u *users) doc() *usersDoc { return &usersDoc{From: u.m.addr, Doc: u.store.
 
 func (u *users) schedule(ctx actor.Context) {
 	self, system := ctx.Self(), ctx.ActorSystem()
-	u.timer = time.AfterFunc(usersPoll, func() { system.Root.Send(self, &usersTick{}) })
+	u.timer = time.AfterFunc(usersPoll, func() { system.Root.Send(self, &usersTick{of: u}) })
 }
 
 // topology greets the nodes the provider newly lists with this node's users.
