@@ -195,6 +195,15 @@ func New(cfg Config) (*Server, error) {
 	// protoactor's own logs are about its internals: warnings and up only.
 	quiet := slog.New(newOnceAWhile(levelFloor{cfg.Logger.Handler(), slog.LevelWarn}, repeatWindow)).With("lib", "protoactor")
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	// An actor that panics is restarted, or stopped after ten failures in ten seconds,
+	// by its supervisor; protoactor-go says so at Info, under the floor above. An
+	// operator must hear of it: an actor stopped that way goes silent, and a cluster
+	// node whose node actor did would hear no other node with nothing in its log.
+	system.EventStream.Subscribe(func(evt any) {
+		if e, ok := evt.(*actor.SupervisorEvent); ok {
+			cfg.Logger.Error("an actor failed", "actor", e.Child.GetId(), "reason", fmt.Sprint(e.Reason), "then", e.Directive.String())
+		}
+	})
 	if cfg.ReplayEntries <= 0 {
 		cfg.ReplayEntries = 8192
 	}
