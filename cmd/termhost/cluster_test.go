@@ -145,6 +145,7 @@ func (n *clusterNode) start(secret string) {
 	t.Cleanup(n.stop)
 	t.Cleanup(func() {
 		if t.Failed() {
+			n.dumpStacks()
 			t.Logf("node %s's log:\n%s", n.name, n.logs())
 		}
 	})
@@ -190,6 +191,38 @@ func (n *clusterNode) stop() {
 		<-n.done
 		n.t.Errorf("node %s did not stop on SIGTERM; stderr:\n%s", n.name, n.logs())
 	}
+}
+
+// dumpStacks ends a node still running with SIGQUIT, which has Go's runtime write
+// every goroutine's stack to its log, and keeps of those only the goroutines in this
+// project's code or protoactor-go's remote: when a test failed, what the node was
+// stuck in.
+func (n *clusterNode) dumpStacks() {
+	if n.cmd == nil {
+		return
+	}
+	before := len(n.logs())
+	_ = n.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-n.done:
+	case <-time.After(10 * time.Second):
+		_ = n.cmd.Process.Kill()
+		<-n.done
+	}
+	n.cmd = nil
+	all := n.logs()
+	if before > len(all) {
+		return
+	}
+	var kept []string
+	for _, g := range strings.Split(all[before:], "\n\n") {
+		if strings.Contains(g, "termhost/termhost/") || strings.Contains(g, "protoactor-go/remote") {
+			kept = append(kept, g)
+		}
+	}
+	n.t.Logf("node %s's goroutines in termhost or protoactor-go's remote when the test failed (%d):\n%s", n.name, len(kept), strings.Join(kept, "\n\n"))
+	// The log is read again after this; it need not hold the dump twice.
+	_ = os.Truncate(n.stderr, int64(before))
 }
 
 // kill ends the node with SIGKILL: no goodbye to anyone.
