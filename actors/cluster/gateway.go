@@ -398,14 +398,10 @@ func (n *node) gatewayCreate(ctx actor.Context, m *remoteCreate) {
 			return
 		}
 		answer := &createResult{Err: r.Err, IsPty: r.IsPty, Detection: r.Detection}
-		if r.Err != nil || n.listed[m.URI] && n.rowsTimer == nil {
+		if r.Err != nil {
 			ctx.Respond(answer)
 			return
 		}
-		// The answer waits for the rows that list the terminal to have gone to the
-		// other nodes: they go first on the same stream, so the caller knows where the
-		// terminal is by the time its client hears it was made.
-		sender := ctx.Sender()
-		n.afterRow[m.URI] = append(n.afterRow[m.URI], func() { ctx.Send(sender, answer) })
+		n.answerMade(ctx, m.URI, answer)
 	})
 }

@@ -317,7 +317,7 @@ func (n *node) hello(ctx actor.Context, h *hello) {
 		// The answer to this node's own hello. What this node lists may have changed
 		// since that hello went out, while the peer was not yet known here to be told
 		// (a restarted node restores its sessions' chats just then): tell it now.
-		ctx.Send(p.pid, &rows{Addr: n.m.addr, Instance: n.m.instance, Rows: n.local, Chats: n.chats, Sessions: n.sessions, Load: n.load})
+		ctx.Send(p.pid, n.rowsNow())
 	}
 }
 
@@ -559,6 +559,11 @@ const rowsWindow = 10 * time.Millisecond
 
 // sendRows tells every peer this node's rows, unless the window says wait; the
 // creates waiting for their row are answered after it went.
+// rowsNow is this node's rows message as it lists them now.
+func (n *node) rowsNow() *rows {
+	return &rows{Addr: n.m.addr, Instance: n.m.instance, Rows: n.local, Chats: n.chats, Sessions: n.sessions, Load: n.load}
+}
+
 func (n *node) sendRows(ctx actor.Context) {
 	if n.rowsTimer != nil {
 		return
@@ -569,8 +574,9 @@ func (n *node) sendRows(ctx actor.Context) {
 		return
 	}
 	n.rowsSent = time.Now()
+	now := n.rowsNow()
 	for _, p := range n.peers {
-		ctx.Send(p.pid, &rows{Addr: n.m.addr, Instance: n.m.instance, Rows: n.local, Chats: n.chats, Sessions: n.sessions, Load: n.load})
+		ctx.Send(p.pid, now)
 	}
 	for uri, answers := range n.afterRow {
 		if n.lists(uri) {

@@ -232,13 +232,38 @@ func (n *node) gatewaySession(ctx actor.Context, m *sessionRequest) {
 		} else if r.Err == nil && m.Op == opCreateChat {
 			made = r.Chat
 		}
-		if made == "" || n.lists(made) && n.rowsTimer == nil {
+		if made == "" {
 			ctx.Respond(answer)
 			return
 		}
-		sender := ctx.Sender()
-		n.afterRow[made] = append(n.afterRow[made], func() { ctx.Send(sender, answer) })
+		n.answerMade(ctx, made, answer)
 	})
+}
+
+// answerMade answers another node's create of uri (a terminal, a session, a chat)
+// once the rows that list uri have gone to that node: they go first on the same
+// stream, so the asker knows where uri is by the time its client hears it was made,
+// and a subscribe sent right behind the create finds it.
+//
+// The rows go to the nodes this one knows. The asker may not be one of them: a node
+// taken for lost (its health check timed out under load, say) is dropped here, and
+// protoactor-go's member list blocks it for good, so it is known again only when its
+// next message here makes this node greet it. Its create can come before that; the
+// rows then go to it alone, ahead of the answer. Its subscribe was once told "No
+// session … on this host".
+func (n *node) answerMade(ctx actor.Context, uri string, answer any) {
+	sender := ctx.Sender()
+	send := func() {
+		if p := n.peers[sender.GetAddress()]; p == nil && sender.GetAddress() != n.m.addr {
+			ctx.Send(actor.NewPID(sender.GetAddress(), NodeName), n.rowsNow())
+		}
+		ctx.Send(sender, answer)
+	}
+	if n.lists(uri) && n.rowsTimer == nil {
+		send()
+		return
+	}
+	n.afterRow[uri] = append(n.afterRow[uri], send)
 }
 
 // lists reports whether this node's rows, as it last told the others, list uri: one of
