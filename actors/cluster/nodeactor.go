@@ -31,6 +31,8 @@ type peer struct {
 	// burst of creates spreads instead of all going to the node that looked least
 	// loaded at its start.
 	placed int
+	// heard is when it last said anything (hello, rows, a load report).
+	heard time.Time
 }
 
 // node is the node actor: membership, the list of every node's rows, placement, the
@@ -147,12 +149,13 @@ func (n *node) Receive(ctx actor.Context) {
 		n.hello(ctx, msg)
 	case *rows:
 		if p := n.known(ctx, msg.Addr, msg.Instance); p != nil {
+			p.heard = time.Now()
 			p.rows, p.chats, p.sessions, p.load, p.placed = msg.Rows, msg.Chats, msg.Sessions, msg.Load, 0
 			n.publish(ctx, p)
 		}
 	case *loadReport:
 		if p := n.known(ctx, msg.Addr, msg.Instance); p != nil {
-			p.load = msg.Load
+			p.load, p.heard = msg.Load, time.Now()
 		}
 	case *root.LocalRows:
 		n.local, n.chats = msg.Rows, msg.Chats
@@ -278,10 +281,24 @@ func (n *node) greet(ctx actor.Context, addr string, reply bool) {
 // never heard from.
 const greetDeadline = 3 * time.Second
 
+// silentPeerLoads is how many of its load reports a peer the provider does not list
+// may miss before it is taken for lost.
+const silentPeerLoads = 3
+
 func (n *node) tick(ctx actor.Context) {
 	n.load.Average = loadAverage()
 	for _, p := range n.peers {
 		ctx.Send(p.pid, &loadReport{Addr: n.m.addr, Instance: n.m.instance, Load: n.load})
+	}
+	// A peer the provider lists is lost when the provider stops listing it. One it
+	// does not list (a node known by its hello alone: one outside this node's seeds,
+	// or one protoactor-go's member list blocked after a health check timed out) has
+	// no such end: it is lost when it has been silent for silentPeerLoads of its load
+	// reports, or its terminals would stay on this node's list after it died.
+	for addr, p := range n.peers {
+		if !n.members[addr] && time.Since(p.heard) > silentPeerLoads*n.m.opts.LoadInterval {
+			n.lost(ctx, p, "it has not been heard from, and the membership provider does not list it")
+		}
 	}
 	self, system := ctx.Self(), ctx.ActorSystem()
 	n.loadTimer = time.AfterFunc(n.m.opts.LoadInterval, func() { system.Root.Send(self, &loadTick{of: n}) })
@@ -302,7 +319,7 @@ func (n *node) hello(ctx actor.Context, h *hello) {
 		n.peers[h.Addr] = p
 		n.m.opts.Logger.Info("a node joined", "node", h.Name, "addr", h.Addr)
 	}
-	p.name, p.rows, p.chats, p.sessions, p.load, p.placed = h.Name, h.Rows, h.Chats, h.Sessions, h.Load, 0
+	p.name, p.rows, p.chats, p.sessions, p.load, p.placed, p.heard = h.Name, h.Rows, h.Chats, h.Sessions, h.Load, 0, time.Now()
 	n.publish(ctx, p)
 	switch {
 	case !h.Reply:
