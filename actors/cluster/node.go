@@ -238,21 +238,21 @@ func (m *Member) Spawn(journal *delivery.Journal, rootPID *actor.PID) error {
 	if _, ok := m.system.ProcessRegistry.Add(m.gw, GatewayName); !ok {
 		return fmt.Errorf("cluster: %s is taken", GatewayName)
 	}
-	props := actor.PropsFromProducer(func() actor.Actor { return newNode(m, journal, rootPID) }, restartedForGood())
-	_, err := m.system.Root.SpawnNamed(props, NodeName)
-	return err
+	return m.spawnForGood(NodeName, func() actor.Actor { return newNode(m, journal, rootPID) })
 }
 
-// restartedForGood has a node's own actors (the node actor, the users actor) restarted
-// after every failure. By default protoactor-go stops an actor after ten failures in
-// ten seconds; a node without its node actor answers no other node again, and one
-// without its users actor takes no user change again, while it goes on serving its
-// own clients as if nothing were wrong. A restart starts them afresh (they greet
-// every member the provider lists), and the server logs each failure.
-// What an instance started (timers, subscriptions) it ends on Restarting as on
-// Stopping: the instance after it starts its own.
-func restartedForGood() actor.PropsOption {
-	return actor.WithGuardian(actor.RestartingSupervisorStrategy())
+// spawnForGood starts one of a node's own actors (the node actor, the users actor)
+// under name, restarted after every failure. By default protoactor-go stops an
+// actor after ten failures in ten seconds; a node without its node actor answers no
+// other node again, and one without its users actor takes no user change again,
+// while it goes on serving its own clients as if nothing were wrong. A restart
+// starts them afresh (they greet every member the provider lists), and the server
+// logs each failure. What an instance started (timers, subscriptions) it ends on
+// Restarting as on Stopping: the instance after it starts its own.
+func (m *Member) spawnForGood(name string, producer actor.Producer) error {
+	props := actor.PropsFromProducer(producer, actor.WithGuardian(actor.RestartingSupervisorStrategy()))
+	_, err := m.system.Root.SpawnNamed(props, name)
+	return err
 }
 
 // Drain tells the other nodes that this one takes no new terminals: placement

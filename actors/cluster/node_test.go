@@ -74,23 +74,28 @@ func membersUpTo(n int) []*pcluster.Member {
 func TestANodesActorsOutliveTheirFailures(t *testing.T) {
 	system := actor.NewActorSystem()
 	defer system.Shutdown()
-	props := actor.PropsFromFunc(func(ctx actor.Context) {
-		switch m := ctx.Message().(type) {
-		case string:
-			panic(m)
-		case int:
-			ctx.Respond(m)
-		}
-	}, restartedForGood())
-	pid, err := system.Root.SpawnNamed(props, "fails-often")
-	if err != nil {
+	m := &Member{system: system}
+	if err := m.spawnForGood("fails-often", func() actor.Actor { return failsOnStrings{} }); err != nil {
 		t.Fatal(err)
 	}
+	pid := system.NewLocalPID("fails-often")
 	for i := range 25 {
 		system.Root.Send(pid, "fail")
 		res, err := system.Root.RequestFuture(pid, i, 10*time.Second).Result()
 		if err != nil || res != i {
 			t.Fatalf("after %d failures the actor answered %v, %v", i+1, res, err)
 		}
+	}
+}
+
+// failsOnStrings panics on a string and answers an int with itself.
+type failsOnStrings struct{}
+
+func (failsOnStrings) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case string:
+		panic(m)
+	case int:
+		ctx.Respond(m)
 	}
 }

@@ -119,8 +119,14 @@ func (n *node) Receive(ctx actor.Context) {
 		if n.rowsTimer != nil {
 			n.rowsTimer.Stop()
 		}
-		for _, s := range n.subs {
+		// The subscriptions other nodes' proxies held here go with this instance: the
+		// root lets them go too, or a restart would leave every terminal they were on
+		// feeding a subscriber nobody reads. (The proxies on the other nodes are not
+		// told of a restart: their streams stop until their clients subscribe again.)
+		for key, s := range n.subs {
+			delete(n.subs, key)
 			s.close()
+			ctx.Send(n.root, &channel.Unsubscribe{Channel: s.uri, Sub: s})
 		}
 	case *topology:
 		n.topology(ctx, msg.members)

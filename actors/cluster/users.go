@@ -107,10 +107,9 @@ func (m *Member) SpawnUsers(store *auth.Store) error {
 	if err := store.EnableReplication(); err != nil {
 		return err
 	}
-	props := actor.PropsFromProducer(func() actor.Actor {
+	err := m.spawnForGood(UsersName, func() actor.Actor {
 		return &users{m: m, store: store, members: map[string]bool{}, refused: map[string]string{}}
-	}, restartedForGood())
-	_, err := m.system.Root.SpawnNamed(props, UsersName)
+	})
 	if err == nil {
 		m.users = store
 	}
