@@ -1,10 +1,8 @@
 package server_test
 
 import (
-	"bytes"
+	"context"
 	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,29 +11,25 @@ import (
 	"github.com/termhost/termhost/server"
 )
 
-// lockedBuffer is a log the test reads while the host writes it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+// records is a log handler that hands the test each record the host logs.
+type records chan slog.Record
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
+func (records) Enabled(context.Context, slog.Level) bool { return true }
+func (r records) Handle(_ context.Context, rec slog.Record) error {
+	select {
+	case r <- rec.Clone():
+	default: // the test stopped reading; the host must not wait for it
+	}
+	return nil
 }
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+func (r records) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r records) WithGroup(string) slog.Handler      { return r }
 
 // An actor that panics is named in the host's log with its reason: protoactor-go
 // restarts it quietly, and stops it quietly after ten failures.
 func TestAnActorsFailureIsLogged(t *testing.T) {
-	var log lockedBuffer
-	h := startHost(t, func(c *server.Config) { c.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
+	logged := make(records, 1024)
+	h := startHost(t, func(c *server.Config) { c.Logger = slog.New(logged) })
 	props := actor.PropsFromFunc(func(ctx actor.Context) {
 		if s, ok := ctx.Message().(string); ok {
 			panic("told to fail: " + s)
@@ -46,11 +40,21 @@ func TestAnActorsFailureIsLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.srv.System().Root.Send(pid, "now")
-	deadline := time.Now().Add(waitTimeout)
-	for !strings.Contains(log.String(), `msg="an actor failed" actor=fails-on-purpose reason="told to fail: now" then=RestartDirective`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the failure is not in the host's log:\n%s", log.String())
+	deadline := time.After(waitTimeout)
+	for {
+		select {
+		case rec := <-logged:
+			if rec.Message != "an actor failed" {
+				continue
+			}
+			got := map[string]string{}
+			rec.Attrs(func(a slog.Attr) bool { got[a.Key] = a.Value.String(); return true })
+			if rec.Level != slog.LevelError || got["actor"] != "fails-on-purpose" || got["reason"] != "told to fail: now" || got["then"] != "RestartDirective" {
+				t.Fatalf("the failure was logged as %v %q %v", rec.Level, rec.Message, got)
+			}
+			return
+		case <-deadline:
+			t.Fatal("the failure is not in the host's log")
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
