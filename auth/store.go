@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/termhost/termhost/persistence"
+	"github.com/termhost/termhost/persistence/atomicfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -497,7 +497,7 @@ func (s *Store) editFromLocked(prev fileData, edit func(d *fileData) error) erro
 // write. With a non-zero after, the new file's modification time is made later than
 // after.
 func writeFileAtomic(path string, b []byte, after time.Time) error {
-	return persistence.WriteFileAtomic(path, b, 0o600, persistence.ModifiedAfter(after))
+	return atomicfile.Write(path, b, 0o600, atomicfile.ModifiedAfter(after))
 }
 
 func hashToken(token string) [sha256.Size]byte {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/termhost/termhost/persistence"
+	"github.com/termhost/termhost/persistence/atomicfile"
 )
 
 // userName is the current user's name as it goes into a folder name: letters,
@@ -118,7 +118,7 @@ func writeAtomic(root *os.Root, name string, data []byte) (modified time.Time, e
 	}
 	// Inside root: the folder may be under /tmp, where a link planted by someone
 	// else must not lead the write elsewhere.
-	if err := persistence.WriteFileAtomic(name, data, 0o600, persistence.InRoot(root)); err != nil {
+	if err := atomicfile.Write(name, data, 0o600, atomicfile.InRoot(root)); err != nil {
 		return time.Time{}, fmt.Errorf("writing %s: %w", filepath.Join(root.Name(), name), err)
 	}
 	return time.Time{}, nil

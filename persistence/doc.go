@@ -44,7 +44,7 @@
 // therefore sees either the old file or the new one, never part of one; a crash leaves at
 // worst a temporary file, which every read ignores and Open removes once it is a minute
 // old. A folder the store creates is fsynced into its parent the same way. The one
-// helper that does this, WriteFileAtomic, is the whole host's: the users file and the
+// helper that does this, atomicfile.Write, is the whole host's: the users file and the
 // shell integration scripts are written through it too.
 //
 // A chat's log (turns.jsonl) is appended to instead, so that keeping a chat's n-th

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/termhost/termhost/persistence/atomicfile"
 )
 
 // Errors a caller checks with errors.Is.
@@ -45,7 +47,7 @@ const (
 	// corrupt rather than half understood.
 	formatVersion = 1
 
-	tmpSuffix   = ".tmp"
+	tmpSuffix   = atomicfile.TempSuffix
 	trashSuffix = ".trash"
 	// staleTemp is how much older than the open a temporary or prepared file must be
 	// for Open's sweep to remove it, so a Store opened while another is mid-write in
@@ -247,16 +249,16 @@ func (l *lockMap) rlock(name string) func() {
 	return func() { e.rw.RUnlock(); l.release(name, e) }
 }
 
-// writeAtomic puts data in dir/name with WriteFileAtomic: a reader sees the old file or
+// writeAtomic puts data in dir/name with atomicfile.Write: a reader sees the old file or
 // the new one, never a part. The file's mode is 0600: what a shell printed is nobody
 // else's to read.
 func (s *Store) writeAtomic(dir, name string, data []byte) error {
-	var opts []WriteOption
+	var opts []atomicfile.Option
 	if s.beforeRename != nil {
-		opts = append(opts, BeforeRename(s.beforeRename))
+		opts = append(opts, atomicfile.BeforeRename(s.beforeRename))
 	}
 	path := filepath.Join(dir, name)
-	if err := WriteFileAtomic(path, data, 0o600, opts...); err != nil {
+	if err := atomicfile.Write(path, data, 0o600, opts...); err != nil {
 		return err
 	}
 	s.wrote(path, len(data))

@@ -1,4 +1,9 @@
-package persistence
+// Package atomicfile writes a file whole or not at all: a reader, another process
+// included, sees the old file or the new one and never part of one, and a crash leaves
+// one of the two whole. It is the host's one way of replacing a file: the session
+// store's files, the users file and the shell integration scripts are all written
+// through it, so none of those packages needs the others for it.
+package atomicfile
 
 import (
 	"crypto/rand"
@@ -12,11 +17,11 @@ import (
 	"time"
 )
 
-// WriteOption adjusts WriteFileAtomic for a caller that needs more than the plain
-// write. The zero set of options writes path on the file system as it is.
-type WriteOption func(*writeOptions)
+// Option adjusts Write for a caller that needs more than the plain write. The
+// zero set of options writes path on the file system as it is.
+type Option func(*options)
 
-type writeOptions struct {
+type options struct {
 	root         *os.Root               // nil: path is a path, not a name in a root
 	after        time.Time              // zero: the modification time is left as the write made it
 	beforeRename func(tmp string) error // nil: nothing runs between the sync and the rename
@@ -25,31 +30,35 @@ type writeOptions struct {
 // InRoot makes path a name inside root, resolved by it, so that neither a symbolic
 // link nor ".." can lead the write, its temporary file or its cleanup outside root:
 // for folders that somebody else may be able to change, such as one under /tmp.
-func InRoot(root *os.Root) WriteOption {
-	return func(o *writeOptions) { o.root = root }
+func InRoot(root *os.Root) Option {
+	return func(o *options) { o.root = root }
 }
 
 // ModifiedAfter makes the new file's modification time later than t, even when the
 // clock has not moved past t or the file system keeps coarse times: a reader that
 // tells versions apart by size and modification time then never mistakes the new
 // file for one it saw at t. A zero t does nothing.
-func ModifiedAfter(t time.Time) WriteOption {
-	return func(o *writeOptions) { o.after = t }
+func ModifiedAfter(t time.Time) Option {
+	return func(o *options) { o.after = t }
 }
 
 // BeforeRename runs hook once the temporary file is written, synced and closed, just
 // before it is renamed over path. An error from hook aborts the write as a crash at
 // that moment would, except that the temporary file is removed. tmp is the temporary
 // file's path (its name inside the root, with InRoot). For tests.
-func BeforeRename(hook func(tmp string) error) WriteOption {
-	return func(o *writeOptions) { o.beforeRename = hook }
+func BeforeRename(hook func(tmp string) error) Option {
+	return func(o *options) { o.beforeRename = hook }
 }
+
+// TempSuffix ends the name of every temporary file Write makes
+// (".<name>.<random>.tmp"). One that a crash left behind can be told by it and swept.
+const TempSuffix = ".tmp"
 
 // tempAttempts bounds the tries for a temporary name nobody holds; with 64 random
 // bits each, a second try is already a sign that something else is wrong.
 const tempAttempts = 100
 
-// WriteFileAtomic makes path hold data, so that a reader - another process included -
+// Write makes path hold data, so that a reader - another process included -
 // sees the old file or the new one and never part of one, and a crash leaves one of
 // the two whole. The data goes into a new temporary file in path's own folder, named
 // ".<name>.<random>.tmp", which is written, fsynced and closed, then renamed over
@@ -58,8 +67,8 @@ const tempAttempts = 100
 //
 // The new file's mode is perm exactly, whatever the umask: the callers keep private
 // files and say so.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode, opts ...WriteOption) (err error) {
-	var o writeOptions
+func Write(path string, data []byte, perm os.FileMode, opts ...Option) (err error) {
+	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -129,7 +138,7 @@ func createTemp(root *os.Root, dir, base string) (string, *os.File, error) {
 	var rnd [8]byte
 	for range tempAttempts {
 		_, _ = rand.Read(rnd[:]) // crypto/rand.Read never fails (Go 1.24)
-		tmp := filepath.Join(dir, "."+base+"."+hex.EncodeToString(rnd[:])+tmpSuffix)
+		tmp := filepath.Join(dir, "."+base+"."+hex.EncodeToString(rnd[:])+TempSuffix)
 		f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, fs.ErrExist) {
 			continue
@@ -161,10 +170,10 @@ func modifiedAfter(root *os.Root, name string, f *os.File, after time.Time) erro
 	return fmt.Errorf("could not make %s newer than %s", name, after)
 }
 
-// syncRootDir fsyncs dir inside root, as syncDir does a folder by path.
+// syncRootDir fsyncs dir inside root, so that an entry renamed into it is durable.
 func syncRootDir(root *os.Root, dir string) error {
 	if runtime.GOOS == "windows" {
-		return nil // as syncDir: Windows cannot sync a folder; NTFS journals its metadata
+		return nil // Windows cannot sync a folder; NTFS journals its metadata
 	}
 	d, err := root.Open(dir)
 	if err != nil {

@@ -1,4 +1,4 @@
-package persistence
+package atomicfile
 
 import (
 	"errors"
@@ -23,11 +23,11 @@ func names(t *testing.T, dir string) []string {
 	return ns
 }
 
-func TestWriteFileAtomicWritesAndReplaces(t *testing.T) {
+func TestWriteWritesAndReplaces(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "users.json")
 	for _, data := range []string{"first\n", "second, longer\n", ""} {
-		if err := WriteFileAtomic(path, []byte(data), 0o600); err != nil {
+		if err := Write(path, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		got, err := os.ReadFile(path)
@@ -41,14 +41,14 @@ func TestWriteFileAtomicWritesAndReplaces(t *testing.T) {
 }
 
 // The mode is the caller's, whatever the umask and whatever mode the old file had.
-func TestWriteFileAtomicMode(t *testing.T) {
+func TestWriteMode(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f")
 	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, perm := range []os.FileMode{0o600, 0o640, 0o666} {
-		if err := WriteFileAtomic(path, []byte("x"), perm); err != nil {
+		if err := Write(path, []byte("x"), perm); err != nil {
 			t.Fatal(err)
 		}
 		fi, err := os.Stat(path)
@@ -63,15 +63,15 @@ func TestWriteFileAtomicMode(t *testing.T) {
 
 // The hook sees the whole temporary file beside the target, under a name every reader
 // ignores; its error leaves the old file whole and no temporary file behind.
-func TestWriteFileAtomicFailureBeforeRename(t *testing.T) {
+func TestWriteFailureBeforeRename(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "turns.json")
-	if err := WriteFileAtomic(path, []byte("old"), 0o600); err != nil {
+	if err := Write(path, []byte("old"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	crash := errors.New("crash")
 	var seen string
-	err := WriteFileAtomic(path, []byte("new"), 0o600, BeforeRename(func(tmp string) error {
+	err := Write(path, []byte("new"), 0o600, BeforeRename(func(tmp string) error {
 		seen = tmp
 		if b, err := os.ReadFile(tmp); err != nil || string(b) != "new" {
 			t.Errorf("temporary file before the rename: %q, %v", b, err)
@@ -79,11 +79,11 @@ func TestWriteFileAtomicFailureBeforeRename(t *testing.T) {
 		return crash
 	}))
 	if !errors.Is(err, crash) {
-		t.Fatalf("WriteFileAtomic = %v, want the hook's error", err)
+		t.Fatalf("Write = %v, want the hook's error", err)
 	}
 	base := filepath.Base(seen)
-	if filepath.Dir(seen) != dir || !strings.HasPrefix(base, ".turns.json.") || !strings.HasSuffix(base, tmpSuffix) {
-		t.Fatalf("temporary file %q: want .turns.json.<random>%s in %s", seen, tmpSuffix, dir)
+	if filepath.Dir(seen) != dir || !strings.HasPrefix(base, ".turns.json.") || !strings.HasSuffix(base, TempSuffix) {
+		t.Fatalf("temporary file %q: want .turns.json.<random>%s in %s", seen, TempSuffix, dir)
 	}
 	if b, err := os.ReadFile(path); err != nil || string(b) != "old" {
 		t.Fatalf("after a failed write the file holds %q, %v; want the old one", b, err)
@@ -95,13 +95,13 @@ func TestWriteFileAtomicFailureBeforeRename(t *testing.T) {
 
 // A rename that fails (the target is a folder with something in it) leaves no
 // temporary file either.
-func TestWriteFileAtomicFailedRenameCleansUp(t *testing.T) {
+func TestWriteFailedRenameCleansUp(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "taken")
 	if err := os.MkdirAll(filepath.Join(path, "inside"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteFileAtomic(path, []byte("x"), 0o600); err == nil {
+	if err := Write(path, []byte("x"), 0o600); err == nil {
 		t.Fatal("a write over a folder that holds something succeeded")
 	}
 	if ns := names(t, dir); len(ns) != 1 || ns[0] != "taken" {
@@ -109,18 +109,18 @@ func TestWriteFileAtomicFailedRenameCleansUp(t *testing.T) {
 	}
 }
 
-func TestWriteFileAtomicMissingFolder(t *testing.T) {
+func TestWriteMissingFolder(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gone", "f")
-	if err := WriteFileAtomic(path, []byte("x"), 0o600); !errors.Is(err, os.ErrNotExist) {
+	if err := Write(path, []byte("x"), 0o600); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a write into a missing folder = %v, want not exist", err)
 	}
 }
 
-func TestWriteFileAtomicModifiedAfter(t *testing.T) {
+func TestWriteModifiedAfter(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "users.json")
 	// An hour ahead: the clock has not got there, so the time must be set past it.
 	after := time.Now().Add(time.Hour)
-	if err := WriteFileAtomic(path, []byte("x"), 0o600, ModifiedAfter(after)); err != nil {
+	if err := Write(path, []byte("x"), 0o600, ModifiedAfter(after)); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(path)
@@ -134,7 +134,7 @@ func TestWriteFileAtomicModifiedAfter(t *testing.T) {
 
 // Inside a root, the write stays there: a link or ".." out of it is refused, and
 // nothing is written or left outside.
-func TestWriteFileAtomicInRoot(t *testing.T) {
+func TestWriteInRoot(t *testing.T) {
 	base := t.TempDir()
 	inside, outside := filepath.Join(base, "inside"), filepath.Join(base, "outside")
 	for _, d := range []string{filepath.Join(inside, "sub"), outside} {
@@ -153,7 +153,7 @@ func TestWriteFileAtomicInRoot(t *testing.T) {
 
 	var seen string
 	hook := BeforeRename(func(tmp string) error { seen = tmp; return nil })
-	if err := WriteFileAtomic("sub/script.sh", []byte("echo hi\n"), 0o600, InRoot(root), hook); err != nil {
+	if err := Write("sub/script.sh", []byte("echo hi\n"), 0o600, InRoot(root), hook); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(inside, "sub", "script.sh")); err != nil || string(b) != "echo hi\n" {
@@ -166,7 +166,7 @@ func TestWriteFileAtomicInRoot(t *testing.T) {
 		t.Fatalf("sub holds %v", ns)
 	}
 	for _, name := range []string{"out/escaped", "../outside/escaped", "../escaped"} {
-		if err := WriteFileAtomic(name, []byte("x"), 0o600, InRoot(root)); err == nil {
+		if err := Write(name, []byte("x"), 0o600, InRoot(root)); err == nil {
 			t.Errorf("a write to %s inside the root succeeded", name)
 		}
 	}
