@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -459,6 +460,83 @@ func TestMCPMonitorDeliversMatchingLinesUnderItsRules(t *testing.T) {
 		if gap := at[i].Sub(at[i-1]); gap < policy.MinGap-onTheWay {
 			t.Fatalf("deliveries %d and %d went %s apart, under the %s gap", i-1, i, gap, policy.MinGap)
 		}
+	}
+}
+
+// A monitor wakes the agent on what the command prints, never on the shell showing
+// the command: its prompt and the typed line name the filter's word too ("echo
+// READY"), and the line echoed at once would wake the agent before anything
+// happened and spend the delivery's slot the real line then waits behind.
+// Both ways a command's end is found: bash's marks, and sh's sentinel line, where
+// nothing marks where the command starts.
+func TestMCPMonitorIsNotWokenByTheCommandsEcho(t *testing.T) {
+	for _, shell := range []string{"/bin/bash", "/bin/sh"} {
+		t.Run(filepath.Base(shell), func(t *testing.T) {
+			if _, err := os.Stat(shell); err != nil {
+				t.Skipf("%s: %v", shell, err)
+			}
+			h := ptyHost(t, withShells(func(o *shells.Options) {
+				o.Policy = agenttools.Policy{Coalesce: 20 * time.Millisecond, MinGap: 50 * time.Millisecond}
+			}), func(c *server.Config) { c.Root.DefaultShell = shell })
+			monitorNotWokenByEcho(t, h)
+		})
+	}
+}
+
+func monitorNotWokenByEcho(t *testing.T, h *testHost) {
+	a := h.mcpAgent(h.owner, "tools=pty")
+	marker := t.TempDir() + "/go"
+	own := "while [ ! -e " + marker + " ]; do sleep 0.02; done; echo READY-NOW"
+	r := a.call("monitor", map[string]any{"action": "create", "command": own, "filter": "READY"})
+	if r.isError {
+		t.Fatal(r.text)
+	}
+	// A second monitor watches the agent's own shell, in which the next call types a
+	// command that names the word as well.
+	watched := a.call("bash", map[string]any{"command": "true"})
+	w := a.call("monitor", map[string]any{"action": "create", "bash_id": watched.shellID(), "filter": "READY"})
+	if w.isError {
+		t.Fatal(w.text)
+	}
+	if typed := a.call("bash", map[string]any{"command": "echo READY-TOO"}); !hasLine(typed.text, "READY-TOO") || typed.shellID() != watched.shellID() {
+		t.Fatalf("the command in the watched shell: %+v", typed)
+	}
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ownID, _ := r.structured["monitor_id"].(string)
+	watchID, _ := w.structured["monitor_id"].(string)
+	logs := a.waitLogs("the owned monitor's end and the watcher's line", func(logs []string) bool {
+		all := strings.Join(logs, "\n")
+		return strings.Contains(all, ownID+" on "+r.shellID()+" ended") && strings.Contains(all, watchID+" on")
+	})
+	// The exit summary quotes the command in backticks; a line that ends as a typed
+	// command does is the shell's echo.
+	for _, l := range logs {
+		for line := range strings.SplitSeq(l, "\n") {
+			if line = strings.TrimSpace(line); strings.HasSuffix(line, "echo READY-NOW") || strings.HasSuffix(line, "echo READY-TOO") {
+				t.Fatalf("a wake carried the shell's echo of a command, not its output:\n%s", strings.Join(logs, "\n---\n"))
+			}
+		}
+	}
+	all := strings.Join(logs, "\n")
+	if !hasLine(all, "READY-NOW") || !hasLine(all, "READY-TOO") {
+		t.Fatalf("the wakes miss a line a command printed:\n%s", strings.Join(logs, "\n---\n"))
+	}
+}
+
+// A shell id the session does not have is refused with the ids it has: the PTY
+// family has no tool that lists them, so the refusal is where an agent learns them.
+func TestMCPUnknownShellIsRefusedWithTheShellsThereAre(t *testing.T) {
+	h := ptyHost(t)
+	a := h.mcpAgent(h.owner, "tools=pty")
+	if r := a.call("bash_output", map[string]any{"bash_id": "sh-9"}); !r.isError || !strings.Contains(r.text, "no shell yet") {
+		t.Fatalf("an id before any shell: %+v", r)
+	}
+	first := a.call("bash", map[string]any{"command": "true"})
+	bad := a.call("monitor", map[string]any{"action": "create", "bash_id": "1", "filter": "x"})
+	if !bad.isError || !strings.Contains(bad.text, `"1"`) || !strings.Contains(bad.text, first.shellID()) || strings.Contains(bad.text, "list_bash") {
+		t.Fatalf("an unknown id is not refused with the shells there are (%s): %+v", first.shellID(), bad)
 	}
 }
 

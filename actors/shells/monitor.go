@@ -21,13 +21,15 @@ type monitor struct {
 	description string
 	filter      *agenttools.Filter
 	gate        *agenttools.Gate
-	// ownsCommand: the monitor started the command it watches, and ends with it.
+	// ownsCommand: the monitor started the command it watches (cmd), and ends with it.
 	ownsCommand bool
 	command     string
+	cmd         *command
 	persistent  bool
 	timeout     time.Duration
 	by          string
 	partial     string // the start of a line not yet ended
+	pastEnd     bool   // the sentinel of the command it started went by
 	ended       bool
 	due, end    *time.Timer
 }
@@ -97,7 +99,7 @@ func (s *service) watch(ctx actor.Context, m *Watch) {
 	}
 	if own {
 		c := &command{seq: s.seq, line: m.Command, family: m.Family, by: m.Principal.User, started: time.Now()}
-		sh.cmd = c
+		sh.cmd, mon.cmd = c, c
 		if sh.opened {
 			s.typeCommand(ctx, sh, c)
 		}
@@ -135,8 +137,8 @@ func (s *service) rearm(ctx actor.Context, m *Watch) {
 	ctx.Respond(&Result{MonitorID: strings.Join(done, ","), Status: fmt.Sprintf("[rearmed: %s]", strings.Join(done, ", "))})
 }
 
-// monitorOutput feeds a monitor the complete lines of what its shell printed.
-func (s *service) monitorOutput(ctx actor.Context, mon *monitor, data string) {
+// monitorOutput feeds a monitor the complete lines of what its shell sh printed.
+func (s *service) monitorOutput(ctx actor.Context, mon *monitor, sh *shell, data string) {
 	if mon.ended {
 		return
 	}
@@ -146,7 +148,7 @@ func (s *service) monitorOutput(ctx actor.Context, mon *monitor, data string) {
 		mon.partial = text
 		if len(mon.partial) > 64<<10 {
 			// A line that never ends is taken as it is rather than held without bound.
-			s.monitorLine(mon, mon.partial)
+			s.monitorLine(mon, sh, mon.partial)
 			mon.partial = ""
 			s.schedule(ctx, mon)
 		}
@@ -154,22 +156,50 @@ func (s *service) monitorOutput(ctx actor.Context, mon *monitor, data string) {
 	}
 	mon.partial = text[i+1:]
 	for line := range strings.SplitSeq(text[:i], "\n") {
-		s.monitorLine(mon, line)
+		s.monitorLine(mon, sh, line)
 	}
 	s.schedule(ctx, mon)
 }
 
-func (s *service) monitorLine(mon *monitor, raw string) {
+// monitorLine offers the filter one line sh printed, unless the line is the shell
+// showing a command rather than anything a command printed.
+func (s *service) monitorLine(mon *monitor, sh *shell, raw string) {
 	line := strings.TrimRight(agenttools.Clean(raw), " \r")
 	if strings.Contains(line, integration.SentinelPrefix) {
+		if c := mon.cmd; c != nil && c.sentinel != "" {
+			if _, ok := integration.SentinelCode(line, c.sentinel); ok {
+				mon.pastEnd = true
+			}
+		}
 		return
 	}
-	if mon.ownsCommand && strings.TrimSpace(line) == strings.TrimSpace(mon.command) {
-		return // the shell echoing the command it was given
+	if mon.pastEnd {
+		return // the command's sentinel went by: this is the next prompt
+	}
+	if c := mon.cmd; c != nil && (!c.typed || c.marked() && !c.executed()) {
+		// Before the command the monitor started is typed, the shell is starting
+		// (its rc files, its prompt); where the shell marks where a command starts,
+		// everything before that mark is its prompt and the typed line.
+		return
+	}
+	if sh != nil && sh.cmd != nil && sh.cmd.typed && !sh.cmd.executed() && echoes(line, sh.cmd.line) {
+		return // a prompt and a command typed into it, in a shell the monitor watches
 	}
 	if mon.filter.Match(line) {
 		mon.gate.Line(time.Now(), line)
 	}
+}
+
+// echoes reports whether a line the shell printed ends with a line of command: the
+// terminal showing what was typed, after the prompt or a continuation prompt.
+func echoes(line, command string) bool {
+	line = strings.TrimSpace(line)
+	for l := range strings.SplitSeq(command, "\n") {
+		if l = strings.TrimSpace(l); l != "" && strings.HasSuffix(line, l) {
+			return true
+		}
+	}
+	return false
 }
 
 // schedule arms the monitor's timer for its next delivery.
@@ -220,7 +250,7 @@ func (s *service) endMonitor(ctx actor.Context, mon *monitor, summary string) {
 		return
 	}
 	if mon.partial != "" {
-		s.monitorLine(mon, mon.partial)
+		s.monitorLine(mon, s.shells[mon.shell], mon.partial)
 		mon.partial = ""
 	}
 	mon.ended = true

@@ -1,6 +1,7 @@
 package shells
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -186,6 +187,15 @@ type command struct {
 	work       string
 }
 
+// marked reports whether the command ends at the shell's marks: typed into a shell
+// with shell integration, it has no sentinel.
+func (c *command) marked() bool { return c.typed && c.sentinel == "" }
+
+// executed reports whether the shell marked the command's start: what it prints
+// from then on is the command's, not the prompt's or the typed line's. A command
+// that ends by its sentinel is never marked.
+func (c *command) executed() bool { return c.commandID != "" }
+
 // settle is a write waiting for the shell to answer.
 type settle struct {
 	waiter  *actor.PID
@@ -295,7 +305,17 @@ func (s *service) find(chat, id string) (*shell, error) {
 		if sh := s.gone[id]; sh != nil {
 			return sh, nil
 		}
-		return nil, fmt.Errorf("no shell %q in this session; list_bash lists them", id)
+		// The ids are named here: the PTY family has no tool that lists them.
+		ids := make([]string, 0, len(s.shells))
+		for id := range s.shells {
+			ids = append(ids, id)
+		}
+		if len(ids) == 0 {
+			return nil, fmt.Errorf("no shell %q: this session has no shell yet", id)
+		}
+		// sh-2 before sh-10.
+		slices.SortFunc(ids, func(a, b string) int { return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b)) })
+		return nil, fmt.Errorf("no shell %q in this session; its shells are %s", id, strings.Join(ids, ", "))
 	}
 	var best *shell
 	for _, sh := range s.shells {
@@ -613,6 +633,14 @@ func (s *service) output(ctx actor.Context, sh *shell, data string) {
 	if sh.writer != nil {
 		sh.writer.lastOut = time.Now()
 	}
+	// The monitors read the output first, while the shell is as it was when the output
+	// came: a sentinel in it ends the command below, and the lines before the sentinel
+	// are still the command's (and the echo before them still an echo).
+	for _, mon := range s.monitors {
+		if mon.shell == sh.id {
+			s.monitorOutput(ctx, mon, sh, data)
+		}
+	}
 	if c := sh.cmd; c != nil && c.typed {
 		before := c.raw.Len()
 		c.raw.WriteString(data)
@@ -630,11 +658,6 @@ func (s *service) output(ctx actor.Context, sh *shell, data string) {
 			rest := c.raw.String()[over:]
 			c.raw.Reset()
 			c.raw.WriteString(rest)
-		}
-	}
-	for _, mon := range s.monitors {
-		if mon.shell == sh.id {
-			s.monitorOutput(ctx, mon, data)
 		}
 	}
 }
