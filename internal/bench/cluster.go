@@ -16,6 +16,7 @@ import (
 	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/internal/bench/report"
+	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/internal/echotrace"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/server"
@@ -55,7 +56,7 @@ func clusterFloodBytes(s Sizes) int64 { return max(s.ThroughputBytes/5, 1_000_00
 // clusterNodes are the scenario's nodes.
 type clusterNodes struct {
 	names   []string
-	targets []target
+	targets []wsclient.Target
 	// asProcesses says each node is a process of its own (Config.ClusterExe).
 	asProcesses bool
 	// servers are the nodes when they are in this process.
@@ -166,7 +167,7 @@ func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
 	wctx, cancel := e.waitCtx(ctx)
 	defer cancel()
 	for from := range clusterNodeCount {
-		k, err := dialCtl(wctx, c.targets[from], fmt.Sprintf("bench-cluster-probe-%d-%s", from, e.run))
+		k, err := wsclient.DialControl(wctx, c.targets[from], fmt.Sprintf("bench-cluster-probe-%d-%s", from, e.run))
 		if err != nil {
 			c.close()
 			return nil, err
@@ -174,7 +175,7 @@ func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
 		for on := range clusterNodeCount {
 			uri := e.uri(fmt.Sprintf("cluster-probe-%d", from), on)
 			for {
-				err := k.createOn(wctx, uri, "echo probe", c.names[on])
+				err := k.CreateOn(wctx, uri, "echo probe", c.names[on])
 				if err == nil {
 					break
 				}
@@ -185,7 +186,7 @@ func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			_ = k.dispose(wctx, uri)
+			_ = k.Dispose(wctx, uri)
 		}
 		k.Close()
 	}
@@ -230,7 +231,7 @@ func (c *clusterNodes) start(e *env, clusterName string, secret []byte, name, ad
 	go func() { done <- srv.Serve(sctx, ln) }()
 	c.names = append(c.names, name)
 	c.servers = append(c.servers, srv)
-	c.targets = append(c.targets, target{url: "ws://" + ln.Addr().String() + "/", token: strings.TrimSpace(string(tok))})
+	c.targets = append(c.targets, wsclient.Target{URL: "ws://" + ln.Addr().String() + "/", Token: strings.TrimSpace(string(tok))})
 	c.stop = append(c.stop, func() error {
 		cancel()
 		var err error
@@ -268,7 +269,7 @@ func (c *clusterNodes) startProcess(e *env, clusterName string, secret []byte, n
 		return fmt.Errorf("bench: node %s: %w%s", name, err, logs.said())
 	}
 	c.names = append(c.names, name)
-	c.targets = append(c.targets, target{url: h.URL, token: h.Token})
+	c.targets = append(c.targets, wsclient.Target{URL: h.URL, Token: h.Token})
 	c.stop = append(c.stop, h.Close)
 	c.logs = append(c.logs, logs)
 	return nil
@@ -314,22 +315,6 @@ func (l *logTail) said() string {
 		return "; its stderr ends:\n" + t
 	}
 	return ""
-}
-
-// createOn opens a one-command terminal (command "" is the shell) on the named node.
-func (k *ctl) createOn(ctx context.Context, uri, command, node string) error {
-	meta := map[string]any{}
-	if command != "" {
-		meta["x-termhost"] = map[string]any{"command": command}
-	}
-	if node != "" {
-		meta["node"] = node
-	}
-	p := map[string]any{"channel": uri, "claim": map[string]any{"kind": "client", "clientId": k.id}, "_meta": meta}
-	if _, err := k.Request(ctx, "createTerminal", p); err != nil {
-		return fmt.Errorf("createTerminal %s: %w", uri, err)
-	}
-	return nil
 }
 
 func runCluster(ctx context.Context, e *env, r *report.Result) error {
@@ -402,26 +387,26 @@ func rates(v []float64) string {
 func (c *clusterNodes) flood(ctx context.Context, e *env, from, on, round int, n int64) (float64, error) {
 	wctx, cancel := e.waitCtx(ctx)
 	defer cancel()
-	k, err := dialCtl(wctx, c.targets[from], fmt.Sprintf("bench-cluster-flood-%d-%d-%s", from, round, e.run))
+	k, err := wsclient.DialControl(wctx, c.targets[from], fmt.Sprintf("bench-cluster-flood-%d-%d-%s", from, round, e.run))
 	if err != nil {
 		return 0, err
 	}
 	defer k.Close()
 	uri := e.uri(fmt.Sprintf("cluster-flood-%d", from), round)
-	if err := k.createOn(wctx, uri, floodCommand(n), c.names[on]); err != nil {
+	if err := k.CreateOn(wctx, uri, floodCommand(n), c.names[on]); err != nil {
 		return 0, err
 	}
-	defer func() { _ = k.dispose(wctx, uri) }()
-	s, err := dialStream(wctx, c.targets[from], fmt.Sprintf("bench-cluster-reader-%d-%d-%s", from, round, e.run), uri)
+	defer func() { _ = k.Dispose(wctx, uri) }()
+	s, err := wsclient.DialStream(wctx, c.targets[from], fmt.Sprintf("bench-cluster-reader-%d-%d-%s", from, round, e.run), uri)
 	if err != nil {
 		return 0, err
 	}
-	defer s.close()
+	defer s.Close()
 	start := time.Now()
-	var end streamEnd
+	var end wsclient.End
 	done := make(chan struct{})
-	go func() { end = s.drain(wctx, func(int64) {}); close(done) }()
-	if err := k.input(wctx, uri, "\r"); err != nil {
+	go func() { end = s.Drain(wctx, func(int64) {}); close(done) }()
+	if err := k.Input(wctx, uri, "\r"); err != nil {
 		return 0, err
 	}
 	<-done
@@ -435,8 +420,8 @@ func (c *clusterNodes) flood(ctx context.Context, e *env, from, on, round int, n
 // echo times keystrokes from a client of node from through cat on node on.
 // echoer is a client typing into a cat on a node, one keystroke at a time.
 type echoer struct {
-	k     *ctl
-	w     *watch
+	k     *wsclient.Control
+	w     *wsclient.Watch
 	uri   string
 	label string
 	typed int
@@ -445,23 +430,23 @@ type echoer struct {
 
 // echoer opens a cat on node on for a client of node from, and waits for it.
 func (c *clusterNodes) echoer(ctx context.Context, e *env, from, on int) (*echoer, error) {
-	k, err := dialCtl(ctx, c.targets[from], fmt.Sprintf("bench-cluster-echo-%d-%s", from, e.run))
+	k, err := wsclient.DialControl(ctx, c.targets[from], fmt.Sprintf("bench-cluster-echo-%d-%s", from, e.run))
 	if err != nil {
 		return nil, err
 	}
 	uri := e.uri(fmt.Sprintf("cluster-echo-%d", from), on)
-	w := k.watch(uri)
-	if err := k.createOn(ctx, uri, e.echoCommand(), c.names[on]); err != nil {
+	w := k.Watch(uri)
+	if err := k.CreateOn(ctx, uri, e.echoCommand(), c.names[on]); err != nil {
 		k.Close()
 		return nil, err
 	}
 	closeIt := func() {
 		dctx, cancel := e.waitCtx(context.Background())
 		defer cancel()
-		_ = k.dispose(dctx, uri)
+		_ = k.Dispose(dctx, uri)
 		k.Close()
 	}
-	st, err := k.subscribe(ctx, uri)
+	st, err := k.SubscribeTerminal(ctx, uri)
 	if err != nil {
 		closeIt()
 		return nil, err
@@ -490,7 +475,7 @@ func (x *echoer) keys(ctx context.Context, n int) ([]time.Duration, error) {
 		key := string(keyFor(x.typed))
 		echotrace.Begin()
 		start := time.Now()
-		if err := x.k.input(ctx, x.uri, key); err != nil {
+		if err := x.k.Input(ctx, x.uri, key); err != nil {
 			return nil, err
 		}
 		for {
@@ -573,15 +558,15 @@ func (c *clusterNodes) converge(ctx context.Context, e *env, r *report.Result) e
 	defer cancel()
 	prefix := e.uri("cluster-conv", 0)
 	prefix = prefix[:len(prefix)-1]
-	ctls := make([]*ctl, clusterNodeCount)
-	watches := make([]*watch, clusterNodeCount)
+	ctls := make([]*wsclient.Control, clusterNodeCount)
+	watches := make([]*wsclient.Watch, clusterNodeCount)
 	for i := range ctls {
-		k, err := dialCtl(wctx, c.targets[i], fmt.Sprintf("bench-cluster-conv-%d-%s", i, e.run))
+		k, err := wsclient.DialControl(wctx, c.targets[i], fmt.Sprintf("bench-cluster-conv-%d-%s", i, e.run))
 		if err != nil {
 			return err
 		}
 		defer k.Close()
-		ctls[i], watches[i] = k, k.watch(messages.RootURI)
+		ctls[i], watches[i] = k, k.Watch(messages.RootURI)
 		if _, err := k.Subscribe(wctx, messages.RootURI); err != nil {
 			return err
 		}
@@ -634,7 +619,7 @@ func (c *clusterNodes) converge(ctx context.Context, e *env, r *report.Result) e
 		go func() {
 			defer cw.Done()
 			defer func() { <-sem }()
-			if err := ctls[i%clusterNodeCount].createOn(wctx, e.uri("cluster-conv", i), "echo ready; exec sleep 3600", ""); err != nil {
+			if err := ctls[i%clusterNodeCount].CreateOn(wctx, e.uri("cluster-conv", i), "echo ready; exec sleep 3600", ""); err != nil {
 				mu.Lock()
 				createErr = err
 				mu.Unlock()
@@ -655,7 +640,7 @@ func (c *clusterNodes) converge(ctx context.Context, e *env, r *report.Result) e
 				defer func() { <-sem }()
 				dctx, cancel := e.waitCtx(context.WithoutCancel(ctx))
 				defer cancel()
-				_ = ctls[i%clusterNodeCount].dispose(dctx, e.uri("cluster-conv", i))
+				_ = ctls[i%clusterNodeCount].Dispose(dctx, e.uri("cluster-conv", i))
 			}()
 		}
 		dw.Wait()

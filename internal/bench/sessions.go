@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/termhost/termhost/internal/bench/report"
+	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -183,17 +184,17 @@ func (e *env) hostTurns(ctx context.Context, n int, d time.Duration, run int) (t
 	if err != nil {
 		return turnRun{}, err
 	}
-	return e.turnsBackToBack(ctx, ctls, chats, "sessions", d, func(ctx context.Context, k *ctl, c benchChat, id string) (bool, error) {
+	return e.turnsBackToBack(ctx, ctls, chats, "sessions", d, func(ctx context.Context, k *wsclient.Control, c benchChat, id string) (bool, error) {
 		return e.hostTurn(ctx, k, c.w, c.chat, id)
 	})
 }
 
 // hostTurn sends one `!echo x` turn and waits for its chat/turnComplete; failed says
 // the command's call did not succeed.
-func (e *env) hostTurn(ctx context.Context, k *ctl, w *watch, chat, turnID string) (failed bool, err error) {
+func (e *env) hostTurn(ctx context.Context, k *wsclient.Control, w *wsclient.Watch, chat, turnID string) (failed bool, err error) {
 	action := map[string]any{"type": messages.ChatTurnStarted, "turnId": turnID, "startedAt": time.Now().UTC().Format(time.RFC3339Nano),
 		"message": map[string]any{"text": "!" + sessionsCommand, "origin": map[string]any{"kind": "user"}}}
-	if err := k.Dispatch(ctx, chat, k.seq.Add(1), action); err != nil {
+	if err := k.Dispatch(ctx, chat, k.NextSeq(), action); err != nil {
 		return false, err
 	}
 	for {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/termhost/termhost/integration"
 	"github.com/termhost/termhost/internal/bench/report"
+	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -452,9 +453,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // mcpEndpoint is the host's /mcp address bound to session with the PTY tools.
 func (e *env) mcpEndpoint(session string) (string, error) {
-	u, err := url.Parse(e.target.url)
+	u, err := url.Parse(e.target.URL)
 	if err != nil {
-		return "", fmt.Errorf("bench: --url %q: %w", e.target.url, err)
+		return "", fmt.Errorf("bench: --url %q: %w", e.target.URL, err)
 	}
 	switch u.Scheme {
 	case "ws":
@@ -469,7 +470,7 @@ func (e *env) mcpEndpoint(session string) (string, error) {
 
 // openAgent creates a session over AHP on k (working folder dir) and connects an MCP
 // client bound to it.
-func (e *env) openAgent(ctx context.Context, k *ctl, label string, i int, dir string) (*toolAgent, error) {
+func (e *env) openAgent(ctx context.Context, k *wsclient.Control, label string, i int, dir string) (*toolAgent, error) {
 	uri := fmt.Sprintf("ahp-session:/bench-%s-%s-%d", e.run, label, i)
 	raw, err := k.Request(ctx, "createSession", map[string]any{"channel": uri, "workingDirectories": []string{messages.FileURI(dir)}})
 	if err != nil {
@@ -485,7 +486,7 @@ func (e *env) openAgent(ctx context.Context, k *ctl, label string, i int, dir st
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	c := sdk.NewClient(&sdk.Implementation{Name: "termhost-bench-agent", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearer{e.target.token, tr}}}, nil)
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearer{e.target.Token, tr}}}, nil)
 	if err != nil {
 		tr.CloseIdleConnections()
 		dctx, cancel := e.waitCtx(context.WithoutCancel(ctx))
@@ -497,7 +498,7 @@ func (e *env) openAgent(ctx context.Context, k *ctl, label string, i int, dir st
 }
 
 // closeAgent ends the agent's MCP session and disposes its host session (its shells).
-func (e *env) closeAgent(ctx context.Context, k *ctl, a *toolAgent) {
+func (e *env) closeAgent(ctx context.Context, k *wsclient.Control, a *toolAgent) {
 	_ = a.cs.Close()
 	a.transport.CloseIdleConnections()
 	dctx, cancel := e.waitCtx(context.WithoutCancel(ctx))
@@ -681,7 +682,7 @@ func (e *env) hostLoad(ctx context.Context, n int, d time.Duration) (lateRun, lo
 	e.settleMemory()
 	rss.before, rss.known = e.hostRSS()
 	agents := make([]*toolAgent, n)
-	owners := make([]*ctl, n) // the connection that created each agent's session
+	owners := make([]*wsclient.Control, n) // the connection that created each agent's session
 	defer func() {
 		var wg sync.WaitGroup
 		for i, a := range agents {
@@ -691,7 +692,7 @@ func (e *env) hostLoad(ctx context.Context, n int, d time.Duration) (lateRun, lo
 		}
 		wg.Wait()
 	}()
-	err = e.parallel(ctx, ctls, n, "tools-load: opening sessions", func(ctx context.Context, k *ctl, i int) error {
+	err = e.parallel(ctx, ctls, n, "tools-load: opening sessions", func(ctx context.Context, k *wsclient.Control, i int) error {
 		a, err := e.openAgent(ctx, k, "tools-load", i, work)
 		if err != nil {
 			return fmt.Errorf("session %d: %w", i, err)
