@@ -8,9 +8,9 @@
 // a scenario cannot be carried out at all, and even then the other scenarios run.
 //
 // The host is either one already running (a URL and a token) or one started in this
-// process (StartLocalHost). In process, the host's memory, descriptors and goroutines
-// can be read from this process, and the bench's clients share the host's CPUs, which
-// is said beside the figures it affects.
+// process (hoststart.StartLocal). In process, the host's memory, descriptors and
+// goroutines can be read from this process, and the bench's clients share the host's
+// CPUs, which is said beside the figures it affects.
 package bench
 
 import (
@@ -187,11 +187,11 @@ type Config struct {
 	URL string
 	// Token signs the bench in (as ?tkn=); it needs the owner's grants.
 	Token string
-	// InProcess says the host runs in this process (StartLocalHost): its memory,
-	// descriptors, children and goroutines are then this process's.
+	// InProcess says the host runs in this process (hoststart.StartLocal): its
+	// memory, descriptors, children and goroutines are then this process's.
 	InProcess bool
 	// Started says the bench started the host as a process of its own
-	// (StartHostProcess), rather than measuring one somebody runs.
+	// (hoststart.StartProcess), rather than measuring one somebody runs.
 	Started bool
 	// HostPID is the host's process id for a host in another process, when known:
 	// its memory, descriptors and children are read from /proc. 0 leaves them out.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termhost/termhost/internal/bench/hoststart"
 	"github.com/termhost/termhost/internal/bench/report"
 	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/pty"
@@ -39,13 +40,13 @@ func run(t *testing.T, usePty bool, names ...string) *report.Report {
 // runWith is run with the config changed by set first, when set is not nil.
 func runWith(t *testing.T, usePty bool, set func(*Config), names ...string) *report.Report {
 	t.Helper()
-	return runOnHost(t, LocalHostOptions{UsePty: usePty, EmptyHome: true}, set, names...)
+	return runOnHost(t, hoststart.LocalOptions{UsePty: usePty, EmptyHome: true}, set, names...)
 }
 
 // runOnHost is runWith against a host started with opts.
-func runOnHost(t *testing.T, opts LocalHostOptions, set func(*Config), names ...string) *report.Report {
+func runOnHost(t *testing.T, opts hoststart.LocalOptions, set func(*Config), names ...string) *report.Report {
 	t.Helper()
-	h, err := StartLocalHost(opts)
+	h, err := hoststart.StartLocal(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +356,7 @@ func TestFloodOutputBytes(t *testing.T) {
 // "ready" printed before the subscribe was waited for until the deadline.
 func TestStreamKeepsItsSnapshot(t *testing.T) {
 	ptyOrSkip(t)
-	h, err := StartLocalHost(LocalHostOptions{UsePty: true, EmptyHome: true})
+	h, err := hoststart.StartLocal(hoststart.LocalOptions{UsePty: true, EmptyHome: true})
 	if err != nil {
 		t.Fatal(err)
 	}

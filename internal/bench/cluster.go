@@ -15,6 +15,7 @@ import (
 	"github.com/termhost/termhost/actors/cluster"
 	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/internal/bench/hoststart"
 	"github.com/termhost/termhost/internal/bench/report"
 	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/internal/echotrace"
@@ -240,7 +241,10 @@ func (c *clusterNodes) start(e *env, clusterName string, secret []byte, name, ad
 		case <-time.After(30 * time.Second):
 			err = fmt.Errorf("bench: node %s did not stop within 30 s", name)
 		}
-		return leaveState(dir, nil, err)
+		if rmErr := os.RemoveAll(dir); err == nil {
+			err = rmErr
+		}
+		return err
 	})
 	return nil
 }
@@ -259,7 +263,7 @@ func (c *clusterNodes) startProcess(e *env, clusterName string, secret []byte, n
 		pty = "always"
 	}
 	logs := &logTail{}
-	h, err := StartHostProcess(HostProcessOptions{
+	h, err := hoststart.StartProcess(hoststart.ProcessOptions{
 		Exe: e.cfg.ClusterExe, Pty: pty, Shell: e.shell, Logs: logs,
 		Env: []string{clusterSecretEnv + "=" + string(secret)},
 		Args: []string{"--cluster", clusterName, "--node-name", name, "--node-addr", addr,
