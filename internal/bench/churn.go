@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/termhost/termhost/internal/bench/raw"
 	"github.com/termhost/termhost/internal/bench/report"
 	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/internal/procstat"
@@ -176,12 +177,12 @@ func (e *env) rawChurn(cycles, workers int) (float64, error) {
 		g.Go(func() error {
 			buf := make([]byte, 4096)
 			for next.Add(1) <= int64(cycles) {
-				p, err := startRaw(e.pty, e.shell, "true")
+				p, err := raw.Start(e.pty, e.shell, "true")
 				if err != nil {
 					return err
 				}
-				_, err = p.drain(buf)
-				if cerr := p.close(); err == nil {
+				_, err = p.Drain(buf)
+				if cerr := p.Close(); err == nil {
 					err = cerr
 				}
 				if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/internal/bench/hoststart"
+	"github.com/termhost/termhost/internal/bench/raw"
 	"github.com/termhost/termhost/internal/bench/report"
 	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/internal/echotrace"
@@ -29,7 +30,7 @@ import (
 // run, through the same nodes. With Config.ClusterExe (`termhost bench --host
 // process`) each node is `termhost serve --cluster` in a process of its own, as nodes
 // are deployed, and the node-to-node round trip is timed between processes too
-// (nodePinger); without it the nodes are servers in this process, sharing its Go
+// (raw.NodePinger); without it the nodes are servers in this process, sharing its Go
 // runtime with one another and with the bench's clients.
 
 // clusterNodeCount is how many nodes the scenario runs.
@@ -65,7 +66,7 @@ type clusterNodes struct {
 	// addrs are the nodes' --node-addr, where their node actors are.
 	addrs []string
 	// pinger times round trips to the nodes when they are processes.
-	pinger *nodePinger
+	pinger *raw.NodePinger
 	// logs keep the end of each node process's stderr, for an error.
 	logs []*logTail
 	stop []func() error
@@ -88,7 +89,7 @@ func (c *clusterNodes) where() string {
 // the other end, so the trip is between two processes as it is between two nodes).
 func (c *clusterNodes) ping(from, to int, timeout time.Duration) (time.Duration, error) {
 	if c.processes() {
-		return c.pinger.ping(c.addrs[to], timeout)
+		return c.pinger.Ping(c.addrs[to], timeout)
 	}
 	return c.servers[from].Member().Ping(c.servers[to].Member().Addr(), timeout)
 }
@@ -103,7 +104,7 @@ func (c *clusterNodes) pingWhere(from, to int) string {
 
 func (c *clusterNodes) close() {
 	if c.pinger != nil {
-		c.pinger.close()
+		c.pinger.Close()
 	}
 	for _, stop := range c.stop {
 		_ = stop()
@@ -155,7 +156,12 @@ func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
 		c.addrs = append(c.addrs, addr)
 	}
 	if c.processes() {
-		p, err := startNodePinger(clusterName, secret)
+		port, err := freeLoopbackPorts(1)
+		if err != nil {
+			c.close()
+			return nil, err
+		}
+		p, err := raw.StartNodePinger(clusterName, secret, port[0])
 		if err != nil {
 			c.close()
 			return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/termhost/termhost/internal/bench/raw"
 	"github.com/termhost/termhost/internal/bench/report"
 	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/internal/client"
@@ -292,17 +293,17 @@ func (h *hostEcho) close(ctx context.Context) {
 
 // rawEcho is cat on a local pseudoterminal (or pipes), typed into by this process.
 type rawEcho struct {
-	p   *rawProc
+	p   *raw.Proc
 	buf []byte
 }
 
 func (e *env) startRawEcho() (*rawEcho, error) {
-	p, err := startRaw(e.pty, e.shell, e.echoCommand())
+	p, err := raw.Start(e.pty, e.shell, e.echoCommand())
 	if err != nil {
 		return nil, err
 	}
 	r := &rawEcho{p: p, buf: make([]byte, 4096)}
-	if err := p.readUntil(r.buf, []byte("ready")); err != nil {
+	if err := p.ReadUntil(r.buf, []byte("ready")); err != nil {
 		r.close()
 		return nil, err
 	}
@@ -312,16 +313,16 @@ func (e *env) startRawEcho() (*rawEcho, error) {
 func (r *rawEcho) keystroke(key byte) (time.Duration, error) {
 	k := []byte{key}
 	start := time.Now()
-	if _, err := r.p.in.Write(k); err != nil {
+	if _, err := r.p.Write(k); err != nil {
 		return 0, err
 	}
-	if err := r.p.readUntil(r.buf, k); err != nil {
+	if err := r.p.ReadUntil(r.buf, k); err != nil {
 		return 0, err
 	}
 	return time.Since(start), nil
 }
 
-func (r *rawEcho) close() { r.p.kill(); _ = r.p.close() }
+func (r *rawEcho) close() { r.p.Kill(); _ = r.p.Close() }
 
 func nextEnvelope(ctx context.Context, k *wsclient.Control, w *wsclient.Watch) (*client.Envelope, error) {
 	select {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/termhost/termhost/internal/bench/raw"
 	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/internal/procstat"
 )
@@ -158,13 +159,13 @@ func (e *env) flood(ctx context.Context, k *wsclient.Control, label string, i in
 func (e *env) rawFlood(n int64) (int64, float64, error) {
 	buf := make([]byte, 32<<10)
 	start := time.Now()
-	p, err := startRaw(e.pty, e.shell, floodScript(n))
+	p, err := raw.Start(e.pty, e.shell, floodScript(n))
 	if err != nil {
 		return 0, 0, err
 	}
-	total, err := p.drain(buf)
+	total, err := p.Drain(buf)
 	secs := time.Since(start).Seconds()
-	if cerr := p.close(); err == nil {
+	if cerr := p.Close(); err == nil {
 		err = cerr
 	}
 	return total, secs, err

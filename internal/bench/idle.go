@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/termhost/termhost/internal/bench/raw"
 	"github.com/termhost/termhost/internal/bench/report"
 	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/internal/client"
@@ -261,18 +262,18 @@ func (e *env) parallel(ctx context.Context, ctls []*wsclient.Control, n int, lab
 func (e *env) rawIdle(n int) (float64, error) {
 	e.settleMemory()
 	before, ok := procstat.RSSBytes(os.Getpid())
-	procs := make([]*rawProc, n)
+	procs := make([]*raw.Proc, n)
 	var readers sync.WaitGroup
 	defer func() {
 		for _, p := range procs {
 			if p != nil {
-				p.kill()
+				p.Kill()
 			}
 		}
 		readers.Wait()
 		for _, p := range procs {
 			if p != nil {
-				_ = p.close()
+				_ = p.Close()
 			}
 		}
 	}()
@@ -287,7 +288,7 @@ func (e *env) rawIdle(n int) (float64, error) {
 				if i >= n {
 					return nil
 				}
-				p, err := startRaw(e.pty, e.shell, "")
+				p, err := raw.Start(e.pty, e.shell, "")
 				if err != nil {
 					return err
 				}
@@ -298,7 +299,7 @@ func (e *env) rawIdle(n int) (float64, error) {
 					defer readers.Done()
 					buf := make([]byte, 32<<10)
 					for said := false; ; said = true {
-						_, err := p.read(buf)
+						_, err := p.Read(buf)
 						if !said {
 							close(first)
 						}

@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/termhost/termhost/integration"
+	"github.com/termhost/termhost/internal/bench/raw"
 	"github.com/termhost/termhost/internal/bench/report"
 	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/internal/procstat"
@@ -215,17 +216,17 @@ func (e *env) rawShellCmd(shell string, env []string, args ...string) *exec.Cmd 
 // ends it.
 func (e *env) rawOpen(cmd *exec.Cmd) (time.Duration, error) {
 	start := time.Now()
-	p, err := startRawCmd(true, cmd)
+	p, err := raw.StartCmd(true, cmd)
 	if err != nil {
 		return 0, err
 	}
-	defer func() { p.kill(); _ = p.close() }()
+	defer func() { p.Kill(); _ = p.Close() }()
 	// The read is bounded by the bench's wait: a shell that never prints is an error
 	// of this run, not a run that never ends (the kill and close end the read).
 	first := make(chan error, 1)
 	go func() {
 		buf := make([]byte, 4096)
-		_, err := p.read(buf)
+		_, err := p.Read(buf)
 		first <- err
 	}()
 	wait := time.NewTimer(e.cfg.WaitTimeout)

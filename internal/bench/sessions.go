@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/termhost/termhost/internal/bench/raw"
 	"github.com/termhost/termhost/internal/bench/report"
 	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/messages"
@@ -270,12 +271,12 @@ func (e *env) rawTurns(ctx context.Context, workers int, d time.Duration, intera
 
 // rawSpawnTurn is `SHELL -c 'echo x'` spawned, read to its end and reaped.
 func (e *env) rawSpawnTurn(buf []byte) error {
-	p, err := startRaw(e.pty, e.shell, sessionsCommand)
+	p, err := raw.Start(e.pty, e.shell, sessionsCommand)
 	if err != nil {
 		return err
 	}
-	_, err = p.drain(buf)
-	if cerr := p.close(); err == nil {
+	_, err = p.Drain(buf)
+	if cerr := p.Close(); err == nil {
 		err = cerr
 	}
 	return err
@@ -287,24 +288,24 @@ func (e *env) rawSpawnTurn(buf []byte) error {
 // `!` command waits for the shell's prompt.
 func (e *env) rawInteractiveTurn(buf []byte) error {
 	cmd := exec.Command(e.shell, "-i")
-	p, err := startRawCmd(e.pty, cmd)
+	p, err := raw.StartCmd(e.pty, cmd)
 	if err != nil {
 		return err
 	}
 	// A shell that never reads its input would hold the run forever.
-	stuck := time.AfterFunc(e.cfg.WaitTimeout, p.kill)
+	stuck := time.AfterFunc(e.cfg.WaitTimeout, p.Kill)
 	defer stuck.Stop()
 	newline := "\n"
 	if e.pty {
 		newline = "\r"
 	}
-	if _, err := p.in.Write([]byte(sessionsCommand + newline + "exit" + newline)); err != nil {
-		p.kill()
-		_ = p.close()
+	if _, err := p.Write([]byte(sessionsCommand + newline + "exit" + newline)); err != nil {
+		p.Kill()
+		_ = p.Close()
 		return fmt.Errorf("raw: typing into %s: %w", e.shell, err)
 	}
-	_, err = p.drain(buf)
-	if cerr := p.close(); err == nil {
+	_, err = p.Drain(buf)
+	if cerr := p.Close(); err == nil {
 		err = cerr
 	}
 	return err
