@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/termhost/termhost/internal/bench"
+	"github.com/termhost/termhost/internal/bench/hoststart"
 	"github.com/termhost/termhost/internal/bench/report"
 )
 
@@ -234,7 +235,7 @@ func startBenchHost(cfg *bench.Config, mode, ptyMode, shell string, emptyHome bo
 		if usePty {
 			servePty = "always"
 		}
-		host, err := bench.StartHostProcess(bench.HostProcessOptions{
+		host, err := hoststart.StartProcess(hoststart.ProcessOptions{
 			Exe: exe, Pty: servePty, Shell: shell, EmptyHome: emptyHome, LogLevel: logLevel, Logs: stderr,
 			Agents: []string{bench.AgentProvider + "=" + shellQuote(exe) + " bench-agent"},
 			Env:    env,
@@ -250,7 +251,7 @@ func startBenchHost(cfg *bench.Config, mode, ptyMode, shell string, emptyHome bo
 		if len(env) > 0 {
 			return nil, usageError{errors.New("--host-env needs --host process: an in-process host shares the bench's environment")}
 		}
-		host, err := bench.StartLocalHost(bench.LocalHostOptions{
+		host, err := hoststart.StartLocal(hoststart.LocalOptions{
 			UsePty:    usePty,
 			Shell:     shell,
 			EmptyHome: emptyHome,

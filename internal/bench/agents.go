@@ -18,6 +18,7 @@ import (
 
 	"github.com/termhost/termhost/internal/bench/benchproc"
 	"github.com/termhost/termhost/internal/bench/report"
+	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -142,16 +143,16 @@ func (e *env) hostAgentTurns(ctx context.Context, n int, d time.Duration) (turnR
 	if err := g.Wait(); err != nil {
 		return turnRun{}, err
 	}
-	return e.turnsBackToBack(ctx, ctls, chats, "agents", d, func(ctx context.Context, k *ctl, c benchChat, id string) (bool, error) {
+	return e.turnsBackToBack(ctx, ctls, chats, "agents", d, func(ctx context.Context, k *wsclient.Control, c benchChat, id string) (bool, error) {
 		return false, e.agentTurn(ctx, k, c.w, c.chat, id)
 	})
 }
 
 // agentTurn sends one turn of agentsPrompt and waits for its chat/turnComplete.
-func (e *env) agentTurn(ctx context.Context, k *ctl, w *watch, chat, turnID string) error {
+func (e *env) agentTurn(ctx context.Context, k *wsclient.Control, w *wsclient.Watch, chat, turnID string) error {
 	action := map[string]any{"type": messages.ChatTurnStarted, "turnId": turnID, "startedAt": time.Now().UTC().Format(time.RFC3339Nano),
 		"message": map[string]any{"text": agentsPrompt, "origin": map[string]any{"kind": "user"}}}
-	if err := k.Dispatch(ctx, chat, k.seq.Add(1), action); err != nil {
+	if err := k.Dispatch(ctx, chat, k.NextSeq(), action); err != nil {
 		return err
 	}
 	for {

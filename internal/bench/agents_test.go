@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/termhost/termhost/internal/bench/benchproc"
+	"github.com/termhost/termhost/internal/bench/hoststart"
 )
 
 // TestMain lets the test binary be the bench agent: `TEST_BINARY bench-agent` serves
@@ -30,7 +31,7 @@ func TestMain(m *testing.M) {
 // bench agent: the raw side (agents driven over ACP directly) is measured, and the
 // host side is left out with a note saying why.
 func TestAgentsRaw(t *testing.T) {
-	h, err := StartLocalHost(LocalHostOptions{EmptyHome: true})
+	h, err := hoststart.StartLocal(hoststart.LocalOptions{EmptyHome: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@
 // a scenario cannot be carried out at all, and even then the other scenarios run.
 //
 // The host is either one already running (a URL and a token) or one started in this
-// process (StartLocalHost). In process, the host's memory, descriptors and goroutines
-// can be read from this process, and the bench's clients share the host's CPUs, which
-// is said beside the figures it affects.
+// process (hoststart.StartLocal). In process, the host's memory, descriptors and
+// goroutines can be read from this process, and the bench's clients share the host's
+// CPUs, which is said beside the figures it affects.
 package bench
 
 import (
@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/termhost/termhost/internal/bench/report"
+	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/internal/procstat"
 )
 
@@ -186,11 +187,11 @@ type Config struct {
 	URL string
 	// Token signs the bench in (as ?tkn=); it needs the owner's grants.
 	Token string
-	// InProcess says the host runs in this process (StartLocalHost): its memory,
-	// descriptors, children and goroutines are then this process's.
+	// InProcess says the host runs in this process (hoststart.StartLocal): its
+	// memory, descriptors, children and goroutines are then this process's.
 	InProcess bool
 	// Started says the bench started the host as a process of its own
-	// (StartHostProcess), rather than measuring one somebody runs.
+	// (hoststart.StartProcess), rather than measuring one somebody runs.
 	Started bool
 	// HostPID is the host's process id for a host in another process, when known:
 	// its memory, descriptors and children are read from /proc. 0 leaves them out.
@@ -271,7 +272,7 @@ func Names() []string {
 type env struct {
 	cfg    Config
 	sizes  Sizes
-	target target
+	target wsclient.Target
 	run    string // a random tag in every URI this run creates
 	pty    bool   // the host's terminals run under a pseudoterminal
 	shell  string // the shell the raw baselines run
@@ -296,7 +297,7 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &env{cfg: cfg, sizes: cfg.Sizes.withDefaults(), target: target{url: cfg.URL, token: cfg.Token}, prog: &progress{w: cfg.Progress}}
+	e := &env{cfg: cfg, sizes: cfg.Sizes.withDefaults(), target: wsclient.Target{URL: cfg.URL, Token: cfg.Token}, prog: &progress{w: cfg.Progress}}
 	var tag [4]byte
 	_, _ = rand.Read(tag[:])
 	e.run = hex.EncodeToString(tag[:])
@@ -369,25 +370,25 @@ func choose(names []string) ([]scenario, error) {
 func (e *env) probe(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.WaitTimeout)
 	defer cancel()
-	k, err := dialCtl(ctx, e.target, "bench-probe-"+e.run)
+	k, err := wsclient.DialControl(ctx, e.target, "bench-probe-"+e.run)
 	if err != nil {
 		return "", err
 	}
 	defer k.Close()
 	uri := e.uri("probe", 0)
-	w := k.watch(uri)
-	if err := k.create(ctx, uri, "echo probe"); err != nil {
+	w := k.Watch(uri)
+	if err := k.Create(ctx, uri, "echo probe"); err != nil {
 		return "", fmt.Errorf("bench: the host would not open a terminal: %w", err)
 	}
-	st, err := k.subscribe(ctx, uri)
+	st, err := k.SubscribeTerminal(ctx, uri)
 	if err != nil {
 		return "", err
 	}
 	e.pty = st.IsPty != nil && *st.IsPty
-	if err := k.waitExited(ctx, w, st); err != nil {
+	if err := k.WaitExited(ctx, w, st); err != nil {
 		return "", err
 	}
-	return st.Title, k.dispose(ctx, uri)
+	return st.Title, k.Dispose(ctx, uri)
 }
 
 // pickShell is the local shell named like the host's, else the default a host
@@ -478,18 +479,18 @@ func (p *progress) every(status func() string) (stop func()) {
 }
 
 // dialCtl opens a control connection for a scenario.
-func (e *env) dialCtl(ctx context.Context, label string) (*ctl, error) {
+func (e *env) dialCtl(ctx context.Context, label string) (*wsclient.Control, error) {
 	wctx, cancel := e.waitCtx(ctx)
 	defer cancel()
-	return dialCtl(wctx, e.target, fmt.Sprintf("bench-%s-%s", label, e.run))
+	return wsclient.DialControl(wctx, e.target, fmt.Sprintf("bench-%s-%s", label, e.run))
 }
 
 func (e *env) machineCPUs() int { return runtime.NumCPU() }
 
 // dialCtls opens n control connections labelled prefix-0…; closeAll closes those that
 // opened, and is safe to defer even when an error is returned.
-func (e *env) dialCtls(ctx context.Context, prefix string, n int) (ctls []*ctl, closeAll func(), err error) {
-	ctls = make([]*ctl, 0, n)
+func (e *env) dialCtls(ctx context.Context, prefix string, n int) (ctls []*wsclient.Control, closeAll func(), err error) {
+	ctls = make([]*wsclient.Control, 0, n)
 	closeAll = func() {
 		for _, k := range ctls {
 			k.Close()

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termhost/termhost/internal/bench/hoststart"
 	"github.com/termhost/termhost/internal/bench/report"
+	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/pty"
 )
 
@@ -38,13 +40,13 @@ func run(t *testing.T, usePty bool, names ...string) *report.Report {
 // runWith is run with the config changed by set first, when set is not nil.
 func runWith(t *testing.T, usePty bool, set func(*Config), names ...string) *report.Report {
 	t.Helper()
-	return runOnHost(t, LocalHostOptions{UsePty: usePty, EmptyHome: true}, set, names...)
+	return runOnHost(t, hoststart.LocalOptions{UsePty: usePty, EmptyHome: true}, set, names...)
 }
 
 // runOnHost is runWith against a host started with opts.
-func runOnHost(t *testing.T, opts LocalHostOptions, set func(*Config), names ...string) *report.Report {
+func runOnHost(t *testing.T, opts hoststart.LocalOptions, set func(*Config), names ...string) *report.Report {
 	t.Helper()
-	h, err := StartLocalHost(opts)
+	h, err := hoststart.StartLocal(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,28 +340,6 @@ func TestUnknownScenario(t *testing.T) {
 	}
 }
 
-func TestJSONStringLen(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want int
-		ok   bool
-	}{
-		{`abc"`, 3, true},
-		{`a\r\nb"`, 4, true},
-		{`\"\\"`, 2, true},
-		{`\u001b[0m"`, 4, true},
-		{`é\u00e9"`, 4, true},
-		{`\ud83d\ude00"`, 4, true},
-		{`\u2028"`, 3, true},
-		{`abc`, 0, false},
-	} {
-		n, ok := jsonStringLen([]byte(c.in))
-		if n != c.want || ok != c.ok {
-			t.Errorf("jsonStringLen(%q) = %d, %v; want %d, %v", c.in, n, ok, c.want, c.ok)
-		}
-	}
-}
-
 func TestFloodOutputBytes(t *testing.T) {
 	// base64 of 150 bytes is 200 characters: two lines of 100.
 	if got := floodOutputBytes(150, false); got != 202 {
@@ -376,31 +356,31 @@ func TestFloodOutputBytes(t *testing.T) {
 // "ready" printed before the subscribe was waited for until the deadline.
 func TestStreamKeepsItsSnapshot(t *testing.T) {
 	ptyOrSkip(t)
-	h, err := StartLocalHost(LocalHostOptions{UsePty: true, EmptyHome: true})
+	h, err := hoststart.StartLocal(hoststart.LocalOptions{UsePty: true, EmptyHome: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tg := target{url: h.URL, token: h.Token}
-	k, err := dialCtl(ctx, tg, "printer")
+	tg := wsclient.Target{URL: h.URL, Token: h.Token}
+	k, err := wsclient.DialControl(ctx, tg, "printer")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer k.Close()
 	const uri = "ahp-terminal:/printed-before"
-	w := k.watch(uri)
-	if err := k.create(ctx, uri, echoCommandPty); err != nil {
+	w := k.Watch(uri)
+	if err := k.Create(ctx, uri, echoCommandPty); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := k.subscribe(ctx, uri)
+	snap, err := k.SubscribeTerminal(ctx, uri)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for text := snap.Text(); !strings.Contains(text, "ready"); {
 		select {
-		case env := <-w.ch:
+		case env := <-w.C:
 			if env.Action != nil && strings.Contains(string(env.Action), "ready") {
 				text = "ready"
 			}
@@ -408,12 +388,12 @@ func TestStreamKeepsItsSnapshot(t *testing.T) {
 			t.Fatal("cat never said ready")
 		}
 	}
-	s, err := dialStream(ctx, tg, "late-reader", uri)
+	s, err := wsclient.DialStream(ctx, tg, "late-reader", uri)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.close()
-	if !bytes.Contains(s.answer, []byte("ready")) {
-		t.Fatalf("the stream's snapshot lacks what the terminal printed before it: %q", s.answer)
+	defer s.Close()
+	if !bytes.Contains(s.Answer(), []byte("ready")) {
+		t.Fatalf("the stream's snapshot lacks what the terminal printed before it: %q", s.Answer())
 	}
 }

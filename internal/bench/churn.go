@@ -10,7 +10,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/termhost/termhost/internal/bench/raw"
 	"github.com/termhost/termhost/internal/bench/report"
+	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/internal/procstat"
 )
 
@@ -115,7 +117,7 @@ func runChurn(ctx context.Context, e *env, r *report.Result) error {
 
 // hostChurn runs cycles through the host, spread over the clients, and returns cycles
 // per second.
-func (e *env) hostChurn(ctx context.Context, ctls []*ctl, cycles, run int) (float64, error) {
+func (e *env) hostChurn(ctx context.Context, ctls []*wsclient.Control, cycles, run int) (float64, error) {
 	var next, done atomic.Int64
 	stop := e.prog.every(func() string {
 		return fmt.Sprintf("churn: %d clients, %d of %d cycles", len(ctls), done.Load(), cycles)
@@ -147,22 +149,22 @@ func (e *env) hostChurn(ctx context.Context, ctls []*ctl, cycles, run int) (floa
 }
 
 // churnCycle is one create → run `true` → exited → dispose.
-func (e *env) churnCycle(ctx context.Context, k *ctl, uri string) error {
+func (e *env) churnCycle(ctx context.Context, k *wsclient.Control, uri string) error {
 	ctx, cancel := e.waitCtx(ctx)
 	defer cancel()
-	w := k.watch(uri)
-	defer k.unwatch(uri)
-	if err := k.create(ctx, uri, "true"); err != nil {
+	w := k.Watch(uri)
+	defer k.Unwatch(uri)
+	if err := k.Create(ctx, uri, "true"); err != nil {
 		return err
 	}
-	st, err := k.subscribe(ctx, uri)
+	st, err := k.SubscribeTerminal(ctx, uri)
 	if err != nil {
 		return err
 	}
-	if err := k.waitExited(ctx, w, st); err != nil {
+	if err := k.WaitExited(ctx, w, st); err != nil {
 		return fmt.Errorf("%s: %w", uri, err)
 	}
-	return k.dispose(ctx, uri)
+	return k.Dispose(ctx, uri)
 }
 
 // rawChurn spawns `shell -c true` on a pty (or pipes) from workers goroutines, reading
@@ -175,12 +177,12 @@ func (e *env) rawChurn(cycles, workers int) (float64, error) {
 		g.Go(func() error {
 			buf := make([]byte, 4096)
 			for next.Add(1) <= int64(cycles) {
-				p, err := startRaw(e.pty, e.shell, "true")
+				p, err := raw.Start(e.pty, e.shell, "true")
 				if err != nil {
 					return err
 				}
-				_, err = p.drain(buf)
-				if cerr := p.close(); err == nil {
+				_, err = p.Drain(buf)
+				if cerr := p.Close(); err == nil {
 					err = cerr
 				}
 				if err != nil {

@@ -15,7 +15,10 @@ import (
 	"github.com/termhost/termhost/actors/cluster"
 	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/internal/bench/hoststart"
+	"github.com/termhost/termhost/internal/bench/raw"
 	"github.com/termhost/termhost/internal/bench/report"
+	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/internal/echotrace"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/server"
@@ -27,7 +30,7 @@ import (
 // run, through the same nodes. With Config.ClusterExe (`termhost bench --host
 // process`) each node is `termhost serve --cluster` in a process of its own, as nodes
 // are deployed, and the node-to-node round trip is timed between processes too
-// (nodePinger); without it the nodes are servers in this process, sharing its Go
+// (raw.NodePinger); without it the nodes are servers in this process, sharing its Go
 // runtime with one another and with the bench's clients.
 
 // clusterNodeCount is how many nodes the scenario runs.
@@ -55,7 +58,7 @@ func clusterFloodBytes(s Sizes) int64 { return max(s.ThroughputBytes/5, 1_000_00
 // clusterNodes are the scenario's nodes.
 type clusterNodes struct {
 	names   []string
-	targets []target
+	targets []wsclient.Target
 	// asProcesses says each node is a process of its own (Config.ClusterExe).
 	asProcesses bool
 	// servers are the nodes when they are in this process.
@@ -63,7 +66,7 @@ type clusterNodes struct {
 	// addrs are the nodes' --node-addr, where their node actors are.
 	addrs []string
 	// pinger times round trips to the nodes when they are processes.
-	pinger *nodePinger
+	pinger *raw.NodePinger
 	// logs keep the end of each node process's stderr, for an error.
 	logs []*logTail
 	stop []func() error
@@ -86,7 +89,7 @@ func (c *clusterNodes) where() string {
 // the other end, so the trip is between two processes as it is between two nodes).
 func (c *clusterNodes) ping(from, to int, timeout time.Duration) (time.Duration, error) {
 	if c.processes() {
-		return c.pinger.ping(c.addrs[to], timeout)
+		return c.pinger.Ping(c.addrs[to], timeout)
 	}
 	return c.servers[from].Member().Ping(c.servers[to].Member().Addr(), timeout)
 }
@@ -101,7 +104,7 @@ func (c *clusterNodes) pingWhere(from, to int) string {
 
 func (c *clusterNodes) close() {
 	if c.pinger != nil {
-		c.pinger.close()
+		c.pinger.Close()
 	}
 	for _, stop := range c.stop {
 		_ = stop()
@@ -153,7 +156,12 @@ func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
 		c.addrs = append(c.addrs, addr)
 	}
 	if c.processes() {
-		p, err := startNodePinger(clusterName, secret)
+		port, err := freeLoopbackPorts(1)
+		if err != nil {
+			c.close()
+			return nil, err
+		}
+		p, err := raw.StartNodePinger(clusterName, secret, port[0])
 		if err != nil {
 			c.close()
 			return nil, err
@@ -166,7 +174,7 @@ func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
 	wctx, cancel := e.waitCtx(ctx)
 	defer cancel()
 	for from := range clusterNodeCount {
-		k, err := dialCtl(wctx, c.targets[from], fmt.Sprintf("bench-cluster-probe-%d-%s", from, e.run))
+		k, err := wsclient.DialControl(wctx, c.targets[from], fmt.Sprintf("bench-cluster-probe-%d-%s", from, e.run))
 		if err != nil {
 			c.close()
 			return nil, err
@@ -174,7 +182,7 @@ func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
 		for on := range clusterNodeCount {
 			uri := e.uri(fmt.Sprintf("cluster-probe-%d", from), on)
 			for {
-				err := k.createOn(wctx, uri, "echo probe", c.names[on])
+				err := k.CreateOn(wctx, uri, "echo probe", c.names[on])
 				if err == nil {
 					break
 				}
@@ -185,7 +193,7 @@ func startClusterNodes(ctx context.Context, e *env) (*clusterNodes, error) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			_ = k.dispose(wctx, uri)
+			_ = k.Dispose(wctx, uri)
 		}
 		k.Close()
 	}
@@ -230,7 +238,7 @@ func (c *clusterNodes) start(e *env, clusterName string, secret []byte, name, ad
 	go func() { done <- srv.Serve(sctx, ln) }()
 	c.names = append(c.names, name)
 	c.servers = append(c.servers, srv)
-	c.targets = append(c.targets, target{url: "ws://" + ln.Addr().String() + "/", token: strings.TrimSpace(string(tok))})
+	c.targets = append(c.targets, wsclient.Target{URL: "ws://" + ln.Addr().String() + "/", Token: strings.TrimSpace(string(tok))})
 	c.stop = append(c.stop, func() error {
 		cancel()
 		var err error
@@ -239,7 +247,10 @@ func (c *clusterNodes) start(e *env, clusterName string, secret []byte, name, ad
 		case <-time.After(30 * time.Second):
 			err = fmt.Errorf("bench: node %s did not stop within 30 s", name)
 		}
-		return leaveState(dir, nil, err)
+		if rmErr := os.RemoveAll(dir); err == nil {
+			err = rmErr
+		}
+		return err
 	})
 	return nil
 }
@@ -258,7 +269,7 @@ func (c *clusterNodes) startProcess(e *env, clusterName string, secret []byte, n
 		pty = "always"
 	}
 	logs := &logTail{}
-	h, err := StartHostProcess(HostProcessOptions{
+	h, err := hoststart.StartProcess(hoststart.ProcessOptions{
 		Exe: e.cfg.ClusterExe, Pty: pty, Shell: e.shell, Logs: logs,
 		Env: []string{clusterSecretEnv + "=" + string(secret)},
 		Args: []string{"--cluster", clusterName, "--node-name", name, "--node-addr", addr,
@@ -268,7 +279,7 @@ func (c *clusterNodes) startProcess(e *env, clusterName string, secret []byte, n
 		return fmt.Errorf("bench: node %s: %w%s", name, err, logs.said())
 	}
 	c.names = append(c.names, name)
-	c.targets = append(c.targets, target{url: h.URL, token: h.Token})
+	c.targets = append(c.targets, wsclient.Target{URL: h.URL, Token: h.Token})
 	c.stop = append(c.stop, h.Close)
 	c.logs = append(c.logs, logs)
 	return nil
@@ -314,22 +325,6 @@ func (l *logTail) said() string {
 		return "; its stderr ends:\n" + t
 	}
 	return ""
-}
-
-// createOn opens a one-command terminal (command "" is the shell) on the named node.
-func (k *ctl) createOn(ctx context.Context, uri, command, node string) error {
-	meta := map[string]any{}
-	if command != "" {
-		meta["x-termhost"] = map[string]any{"command": command}
-	}
-	if node != "" {
-		meta["node"] = node
-	}
-	p := map[string]any{"channel": uri, "claim": map[string]any{"kind": "client", "clientId": k.id}, "_meta": meta}
-	if _, err := k.Request(ctx, "createTerminal", p); err != nil {
-		return fmt.Errorf("createTerminal %s: %w", uri, err)
-	}
-	return nil
 }
 
 func runCluster(ctx context.Context, e *env, r *report.Result) error {
@@ -402,26 +397,26 @@ func rates(v []float64) string {
 func (c *clusterNodes) flood(ctx context.Context, e *env, from, on, round int, n int64) (float64, error) {
 	wctx, cancel := e.waitCtx(ctx)
 	defer cancel()
-	k, err := dialCtl(wctx, c.targets[from], fmt.Sprintf("bench-cluster-flood-%d-%d-%s", from, round, e.run))
+	k, err := wsclient.DialControl(wctx, c.targets[from], fmt.Sprintf("bench-cluster-flood-%d-%d-%s", from, round, e.run))
 	if err != nil {
 		return 0, err
 	}
 	defer k.Close()
 	uri := e.uri(fmt.Sprintf("cluster-flood-%d", from), round)
-	if err := k.createOn(wctx, uri, floodCommand(n), c.names[on]); err != nil {
+	if err := k.CreateOn(wctx, uri, floodCommand(n), c.names[on]); err != nil {
 		return 0, err
 	}
-	defer func() { _ = k.dispose(wctx, uri) }()
-	s, err := dialStream(wctx, c.targets[from], fmt.Sprintf("bench-cluster-reader-%d-%d-%s", from, round, e.run), uri)
+	defer func() { _ = k.Dispose(wctx, uri) }()
+	s, err := wsclient.DialStream(wctx, c.targets[from], fmt.Sprintf("bench-cluster-reader-%d-%d-%s", from, round, e.run), uri)
 	if err != nil {
 		return 0, err
 	}
-	defer s.close()
+	defer s.Close()
 	start := time.Now()
-	var end streamEnd
+	var end wsclient.End
 	done := make(chan struct{})
-	go func() { end = s.drain(wctx, func(int64) {}); close(done) }()
-	if err := k.input(wctx, uri, "\r"); err != nil {
+	go func() { end = s.Drain(wctx, func(int64) {}); close(done) }()
+	if err := k.Input(wctx, uri, "\r"); err != nil {
 		return 0, err
 	}
 	<-done
@@ -435,8 +430,8 @@ func (c *clusterNodes) flood(ctx context.Context, e *env, from, on, round int, n
 // echo times keystrokes from a client of node from through cat on node on.
 // echoer is a client typing into a cat on a node, one keystroke at a time.
 type echoer struct {
-	k     *ctl
-	w     *watch
+	k     *wsclient.Control
+	w     *wsclient.Watch
 	uri   string
 	label string
 	typed int
@@ -445,23 +440,23 @@ type echoer struct {
 
 // echoer opens a cat on node on for a client of node from, and waits for it.
 func (c *clusterNodes) echoer(ctx context.Context, e *env, from, on int) (*echoer, error) {
-	k, err := dialCtl(ctx, c.targets[from], fmt.Sprintf("bench-cluster-echo-%d-%s", from, e.run))
+	k, err := wsclient.DialControl(ctx, c.targets[from], fmt.Sprintf("bench-cluster-echo-%d-%s", from, e.run))
 	if err != nil {
 		return nil, err
 	}
 	uri := e.uri(fmt.Sprintf("cluster-echo-%d", from), on)
-	w := k.watch(uri)
-	if err := k.createOn(ctx, uri, e.echoCommand(), c.names[on]); err != nil {
+	w := k.Watch(uri)
+	if err := k.CreateOn(ctx, uri, e.echoCommand(), c.names[on]); err != nil {
 		k.Close()
 		return nil, err
 	}
 	closeIt := func() {
 		dctx, cancel := e.waitCtx(context.Background())
 		defer cancel()
-		_ = k.dispose(dctx, uri)
+		_ = k.Dispose(dctx, uri)
 		k.Close()
 	}
-	st, err := k.subscribe(ctx, uri)
+	st, err := k.SubscribeTerminal(ctx, uri)
 	if err != nil {
 		closeIt()
 		return nil, err
@@ -490,7 +485,7 @@ func (x *echoer) keys(ctx context.Context, n int) ([]time.Duration, error) {
 		key := string(keyFor(x.typed))
 		echotrace.Begin()
 		start := time.Now()
-		if err := x.k.input(ctx, x.uri, key); err != nil {
+		if err := x.k.Input(ctx, x.uri, key); err != nil {
 			return nil, err
 		}
 		for {
@@ -573,15 +568,15 @@ func (c *clusterNodes) converge(ctx context.Context, e *env, r *report.Result) e
 	defer cancel()
 	prefix := e.uri("cluster-conv", 0)
 	prefix = prefix[:len(prefix)-1]
-	ctls := make([]*ctl, clusterNodeCount)
-	watches := make([]*watch, clusterNodeCount)
+	ctls := make([]*wsclient.Control, clusterNodeCount)
+	watches := make([]*wsclient.Watch, clusterNodeCount)
 	for i := range ctls {
-		k, err := dialCtl(wctx, c.targets[i], fmt.Sprintf("bench-cluster-conv-%d-%s", i, e.run))
+		k, err := wsclient.DialControl(wctx, c.targets[i], fmt.Sprintf("bench-cluster-conv-%d-%s", i, e.run))
 		if err != nil {
 			return err
 		}
 		defer k.Close()
-		ctls[i], watches[i] = k, k.watch(messages.RootURI)
+		ctls[i], watches[i] = k, k.Watch(messages.RootURI)
 		if _, err := k.Subscribe(wctx, messages.RootURI); err != nil {
 			return err
 		}
@@ -634,7 +629,7 @@ func (c *clusterNodes) converge(ctx context.Context, e *env, r *report.Result) e
 		go func() {
 			defer cw.Done()
 			defer func() { <-sem }()
-			if err := ctls[i%clusterNodeCount].createOn(wctx, e.uri("cluster-conv", i), "echo ready; exec sleep 3600", ""); err != nil {
+			if err := ctls[i%clusterNodeCount].CreateOn(wctx, e.uri("cluster-conv", i), "echo ready; exec sleep 3600", ""); err != nil {
 				mu.Lock()
 				createErr = err
 				mu.Unlock()
@@ -655,7 +650,7 @@ func (c *clusterNodes) converge(ctx context.Context, e *env, r *report.Result) e
 				defer func() { <-sem }()
 				dctx, cancel := e.waitCtx(context.WithoutCancel(ctx))
 				defer cancel()
-				_ = ctls[i%clusterNodeCount].dispose(dctx, e.uri("cluster-conv", i))
+				_ = ctls[i%clusterNodeCount].Dispose(dctx, e.uri("cluster-conv", i))
 			}()
 		}
 		dw.Wait()

@@ -11,7 +11,10 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/termhost/termhost/internal/bench/raw"
 	"github.com/termhost/termhost/internal/bench/report"
+	"github.com/termhost/termhost/internal/bench/wsclient"
+	"github.com/termhost/termhost/internal/client"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -150,7 +153,7 @@ func runEcho(ctx context.Context, e *env, r *report.Result) error {
 // only answers control frames, for the floor's ping.
 type hostEcho struct {
 	e      *env
-	k      *ctl // creates and disposes
+	k      *wsclient.Control // creates and disposes
 	uri    string
 	ws     *websocket.Conn
 	pinger *websocket.Conn
@@ -167,19 +170,19 @@ func (e *env) openHostEcho(ctx context.Context) (*hostEcho, error) {
 	wctx, cancel := e.waitCtx(ctx)
 	defer cancel()
 	h := &hostEcho{e: e, k: k, uri: e.uri("echo", 0)}
-	if err := k.create(wctx, h.uri, e.echoCommand()); err != nil {
+	if err := k.Create(wctx, h.uri, e.echoCommand()); err != nil {
 		k.Close()
 		return nil, err
 	}
-	s, err := dialStream(wctx, e.target, "bench-echo-keys-"+e.run, h.uri)
+	s, err := wsclient.DialStream(wctx, e.target, "bench-echo-keys-"+e.run, h.uri)
 	if err != nil {
 		h.close(ctx)
 		return nil, err
 	}
-	h.ws, h.prefix = s.ws, s.dataPrefix
+	h.ws, h.prefix = s.WS(), messages.DataFramePrefix(h.uri)
 	// cat is running once "ready" is out: in the snapshot (the initialize's answer,
 	// when the terminal printed it before the stream subscribed), or in data after it.
-	seen := s.answer
+	seen := s.Answer()
 	for !bytes.Contains(seen, []byte("ready")) {
 		frame, err := h.read(wctx)
 		if err != nil {
@@ -188,7 +191,7 @@ func (e *env) openHostEcho(ctx context.Context) (*hostEcho, error) {
 		}
 		seen = append(seen, frame...)
 	}
-	u, err := e.target.dialURL()
+	u, err := e.target.DialURL()
 	if err != nil {
 		h.close(ctx)
 		return nil, err
@@ -196,7 +199,7 @@ func (e *env) openHostEcho(ctx context.Context) (*hostEcho, error) {
 	p, _, err := websocket.Dial(wctx, u, nil)
 	if err != nil {
 		h.close(ctx)
-		return nil, fmt.Errorf("bench: dial %s: %w", e.target.url, err)
+		return nil, fmt.Errorf("bench: dial %s: %w", e.target.URL, err)
 	}
 	// Something must read for a pong to be seen; the host sends this connection
 	// nothing else.
@@ -284,23 +287,23 @@ func (h *hostEcho) close(ctx context.Context) {
 	}
 	dctx, cancel := h.e.waitCtx(context.WithoutCancel(ctx))
 	defer cancel()
-	_ = h.k.dispose(dctx, h.uri)
+	_ = h.k.Dispose(dctx, h.uri)
 	h.k.Close()
 }
 
 // rawEcho is cat on a local pseudoterminal (or pipes), typed into by this process.
 type rawEcho struct {
-	p   *rawProc
+	p   *raw.Proc
 	buf []byte
 }
 
 func (e *env) startRawEcho() (*rawEcho, error) {
-	p, err := startRaw(e.pty, e.shell, e.echoCommand())
+	p, err := raw.Start(e.pty, e.shell, e.echoCommand())
 	if err != nil {
 		return nil, err
 	}
 	r := &rawEcho{p: p, buf: make([]byte, 4096)}
-	if err := p.readUntil(r.buf, []byte("ready")); err != nil {
+	if err := p.ReadUntil(r.buf, []byte("ready")); err != nil {
 		r.close()
 		return nil, err
 	}
@@ -310,20 +313,20 @@ func (e *env) startRawEcho() (*rawEcho, error) {
 func (r *rawEcho) keystroke(key byte) (time.Duration, error) {
 	k := []byte{key}
 	start := time.Now()
-	if _, err := r.p.in.Write(k); err != nil {
+	if _, err := r.p.Write(k); err != nil {
 		return 0, err
 	}
-	if err := r.p.readUntil(r.buf, k); err != nil {
+	if err := r.p.ReadUntil(r.buf, k); err != nil {
 		return 0, err
 	}
 	return time.Since(start), nil
 }
 
-func (r *rawEcho) close() { r.p.kill(); _ = r.p.close() }
+func (r *rawEcho) close() { r.p.Kill(); _ = r.p.Close() }
 
-func nextEnvelope(ctx context.Context, k *ctl, w *watch) (*clientEnvelope, error) {
+func nextEnvelope(ctx context.Context, k *wsclient.Control, w *wsclient.Watch) (*client.Envelope, error) {
 	select {
-	case env := <-w.ch:
+	case env := <-w.C:
 		return env, nil
 	case <-k.Done():
 		return nil, fmt.Errorf("connection closed: %v", k.Err())
@@ -333,7 +336,7 @@ func nextEnvelope(ctx context.Context, k *ctl, w *watch) (*clientEnvelope, error
 }
 
 // envelopeData is a terminal/data envelope's text, "" for anything else.
-func envelopeData(env *clientEnvelope) string {
+func envelopeData(env *client.Envelope) string {
 	if env.Type != messages.TerminalData || env.RejectionReason != "" {
 		return ""
 	}

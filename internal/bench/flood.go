@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/termhost/termhost/internal/bench/raw"
+	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/internal/procstat"
 )
 
@@ -38,7 +40,7 @@ func floodOutputBytes(n int64, pty bool) int64 {
 
 // subResult is one subscriber's view of a flood.
 type subResult struct {
-	end  streamEnd
+	end  wsclient.End
 	secs float64 // from the input that starts the flood to terminal/exited (or the end)
 }
 
@@ -83,7 +85,7 @@ func (f *floodRun) closedBy() map[string]int {
 	return out
 }
 
-func describeEnd(end streamEnd) string {
+func describeEnd(end wsclient.End) string {
 	switch {
 	case end.Exited:
 		return fmt.Sprintf("saw the exit after only %d bytes", end.Bytes)
@@ -97,26 +99,26 @@ func describeEnd(end streamEnd) string {
 
 // flood opens a flood terminal, subscribes subs streams to it, runs beside (if any)
 // once they are in place, starts the flood and reads every stream to its end.
-func (e *env) flood(ctx context.Context, k *ctl, label string, i int, n int64, subs int, beside func(ctx context.Context, uri string) error) (*floodRun, error) {
+func (e *env) flood(ctx context.Context, k *wsclient.Control, label string, i int, n int64, subs int, beside func(ctx context.Context, uri string) error) (*floodRun, error) {
 	wctx, cancel := e.waitCtx(ctx)
 	defer cancel()
 	uri := e.uri(label, i)
-	if err := k.create(wctx, uri, floodCommand(n)); err != nil {
+	if err := k.Create(wctx, uri, floodCommand(n)); err != nil {
 		return nil, err
 	}
 	defer func() {
 		dctx, cancel := e.waitCtx(context.WithoutCancel(ctx))
 		defer cancel()
-		_ = k.dispose(dctx, uri)
+		_ = k.Dispose(dctx, uri)
 	}()
-	streams := make([]*counter, 0, subs)
+	streams := make([]*wsclient.Counter, 0, subs)
 	defer func() {
 		for _, s := range streams {
-			s.close()
+			s.Close()
 		}
 	}()
 	for j := range subs {
-		s, err := dialCounter(wctx, e.target, fmt.Sprintf("bench-%s-%d-%d", label, i, j), uri)
+		s, err := wsclient.DialCounter(wctx, e.target, fmt.Sprintf("bench-%s-%d-%d", label, i, j), uri)
 		if err != nil {
 			return nil, err
 		}
@@ -139,11 +141,11 @@ func (e *env) flood(ctx context.Context, k *ctl, label string, i int, n int64, s
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			end := s.drain(wctx, func(total int64) { counts[j].Store(total) })
+			end := s.Drain(wctx, func(total int64) { counts[j].Store(total) })
 			run.subs[j] = subResult{end: end, secs: time.Since(start).Seconds()}
 		}()
 	}
-	if err := k.input(wctx, uri, "\r"); err != nil {
+	if err := k.Input(wctx, uri, "\r"); err != nil {
 		cancel()
 		wg.Wait()
 		return nil, fmt.Errorf("starting the flood: %w", err)
@@ -157,13 +159,13 @@ func (e *env) flood(ctx context.Context, k *ctl, label string, i int, n int64, s
 func (e *env) rawFlood(n int64) (int64, float64, error) {
 	buf := make([]byte, 32<<10)
 	start := time.Now()
-	p, err := startRaw(e.pty, e.shell, floodScript(n))
+	p, err := raw.Start(e.pty, e.shell, floodScript(n))
 	if err != nil {
 		return 0, 0, err
 	}
-	total, err := p.drain(buf)
+	total, err := p.Drain(buf)
 	secs := time.Since(start).Seconds()
-	if cerr := p.close(); err == nil {
+	if cerr := p.Close(); err == nil {
 		err = cerr
 	}
 	return total, secs, err

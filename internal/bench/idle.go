@@ -13,7 +13,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/termhost/termhost/internal/bench/raw"
 	"github.com/termhost/termhost/internal/bench/report"
+	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/internal/client"
 	"github.com/termhost/termhost/internal/procstat"
 	"github.com/termhost/termhost/messages"
@@ -61,8 +63,8 @@ func runIdle(ctx context.Context, e *env, r *report.Result) error {
 				left = append(left, i)
 			}
 		}
-		return e.parallel(ctx, ctls, len(left), "idle: disposing", func(ctx context.Context, k *ctl, j int) error {
-			if err := k.dispose(ctx, uris[left[j]]); err != nil {
+		return e.parallel(ctx, ctls, len(left), "idle: disposing", func(ctx context.Context, k *wsclient.Control, j int) error {
+			if err := k.Dispose(ctx, uris[left[j]]); err != nil {
 				return err
 			}
 			opened[left[j]] = false
@@ -79,9 +81,9 @@ func runIdle(ctx context.Context, e *env, r *report.Result) error {
 		runtime.ReadMemStats(&heapBefore)
 	}
 	start := time.Now()
-	err = e.parallel(ctx, ctls, n, "idle: opening", func(ctx context.Context, k *ctl, i int) error {
+	err = e.parallel(ctx, ctls, n, "idle: opening", func(ctx context.Context, k *wsclient.Control, i int) error {
 		// createTerminal answers once the shell has printed its prompt.
-		if err := k.create(ctx, uris[i], ""); err != nil {
+		if err := k.Create(ctx, uris[i], ""); err != nil {
 			return err
 		}
 		opened[i] = true
@@ -128,7 +130,7 @@ func runIdle(ctx context.Context, e *env, r *report.Result) error {
 	// List: one new connection's initialize with the root snapshot.
 	lctx, cancel := e.waitCtx(ctx)
 	defer cancel()
-	u, err := e.target.dialURL()
+	u, err := e.target.DialURL()
 	if err != nil {
 		return err
 	}
@@ -159,7 +161,7 @@ func runIdle(ctx context.Context, e *env, r *report.Result) error {
 	// time, as a client restoring its tabs would.
 	const inFlight = 32
 	start = time.Now()
-	err = e.parallel(ctx, make([]*ctl, inFlight), n, "idle: subscribing", func(ctx context.Context, _ *ctl, i int) error {
+	err = e.parallel(ctx, make([]*wsclient.Control, inFlight), n, "idle: subscribing", func(ctx context.Context, _ *wsclient.Control, i int) error {
 		_, err := lister.Subscribe(ctx, uris[i])
 		return err
 	})
@@ -228,7 +230,7 @@ func countTerminals(snaps []client.RawSnapshot, prefix string) (all, ours int) {
 
 // parallel runs do for 0..n-1 spread over the control connections, one at a time on
 // each, and stops at the first error.
-func (e *env) parallel(ctx context.Context, ctls []*ctl, n int, label string, do func(ctx context.Context, k *ctl, i int) error) error {
+func (e *env) parallel(ctx context.Context, ctls []*wsclient.Control, n int, label string, do func(ctx context.Context, k *wsclient.Control, i int) error) error {
 	var next, done atomic.Int64
 	stop := e.prog.every(func() string { return fmt.Sprintf("%s: %d of %d", label, done.Load(), n) })
 	defer stop()
@@ -260,18 +262,18 @@ func (e *env) parallel(ctx context.Context, ctls []*ctl, n int, label string, do
 func (e *env) rawIdle(n int) (float64, error) {
 	e.settleMemory()
 	before, ok := procstat.RSSBytes(os.Getpid())
-	procs := make([]*rawProc, n)
+	procs := make([]*raw.Proc, n)
 	var readers sync.WaitGroup
 	defer func() {
 		for _, p := range procs {
 			if p != nil {
-				p.kill()
+				p.Kill()
 			}
 		}
 		readers.Wait()
 		for _, p := range procs {
 			if p != nil {
-				_ = p.close()
+				_ = p.Close()
 			}
 		}
 	}()
@@ -286,7 +288,7 @@ func (e *env) rawIdle(n int) (float64, error) {
 				if i >= n {
 					return nil
 				}
-				p, err := startRaw(e.pty, e.shell, "")
+				p, err := raw.Start(e.pty, e.shell, "")
 				if err != nil {
 					return err
 				}
@@ -297,7 +299,7 @@ func (e *env) rawIdle(n int) (float64, error) {
 					defer readers.Done()
 					buf := make([]byte, 32<<10)
 					for said := false; ; said = true {
-						_, err := p.read(buf)
+						_, err := p.Read(buf)
 						if !said {
 							close(first)
 						}

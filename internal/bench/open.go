@@ -13,7 +13,9 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/termhost/termhost/integration"
+	"github.com/termhost/termhost/internal/bench/raw"
 	"github.com/termhost/termhost/internal/bench/report"
+	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/internal/procstat"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/pty"
@@ -158,13 +160,13 @@ func runOpen(ctx context.Context, e *env, r *report.Result) error {
 // hostOpen times one terminal's opening as a client sees it; a command opens a
 // one-command terminal running it, "" the host's shell to sit in. The terminal is
 // disposed after, untimed.
-func (e *env) hostOpen(ctx context.Context, k *ctl, label, command string, args []string) (time.Duration, error) {
+func (e *env) hostOpen(ctx context.Context, k *wsclient.Control, label, command string, args []string) (time.Duration, error) {
 	wctx, cancel := e.waitCtx(ctx)
 	defer cancel()
 	uri := e.uri(label, 0)
-	w := k.watch(uri)
-	defer k.unwatch(uri)
-	p := map[string]any{"channel": uri, "claim": map[string]any{"kind": "client", "clientId": k.id}}
+	w := k.Watch(uri)
+	defer k.Unwatch(uri)
+	p := map[string]any{"channel": uri, "claim": map[string]any{"kind": "client", "clientId": k.ID()}}
 	if command != "" {
 		p["_meta"] = map[string]any{"x-termhost": map[string]any{"command": command, "args": args}}
 	}
@@ -175,10 +177,10 @@ func (e *env) hostOpen(ctx context.Context, k *ctl, label, command string, args 
 	defer func() {
 		dctx, cancel := e.waitCtx(context.WithoutCancel(ctx))
 		defer cancel()
-		_ = k.dispose(dctx, uri)
+		_ = k.Dispose(dctx, uri)
 		e.waitChildrenGone()
 	}()
-	st, err := k.subscribe(wctx, uri)
+	st, err := k.SubscribeTerminal(wctx, uri)
 	if err != nil {
 		return 0, err
 	}
@@ -214,17 +216,17 @@ func (e *env) rawShellCmd(shell string, env []string, args ...string) *exec.Cmd 
 // ends it.
 func (e *env) rawOpen(cmd *exec.Cmd) (time.Duration, error) {
 	start := time.Now()
-	p, err := startRawCmd(true, cmd)
+	p, err := raw.StartCmd(true, cmd)
 	if err != nil {
 		return 0, err
 	}
-	defer func() { p.kill(); _ = p.close() }()
+	defer func() { p.Kill(); _ = p.Close() }()
 	// The read is bounded by the bench's wait: a shell that never prints is an error
 	// of this run, not a run that never ends (the kill and close end the read).
 	first := make(chan error, 1)
 	go func() {
 		buf := make([]byte, 4096)
-		_, err := p.read(buf)
+		_, err := p.Read(buf)
 		first <- err
 	}()
 	wait := time.NewTimer(e.cfg.WaitTimeout)
@@ -251,11 +253,11 @@ type pipelined struct {
 func (e *env) dialPipelined(ctx context.Context) (*pipelined, error) {
 	wctx, cancel := e.waitCtx(ctx)
 	defer cancel()
-	s, err := dialStream(wctx, e.target, "bench-open-pipelined-"+e.run, "")
+	s, err := wsclient.DialStream(wctx, e.target, "bench-open-pipelined-"+e.run, "")
 	if err != nil {
 		return nil, err
 	}
-	return &pipelined{e: e, ws: s.ws, id: 100}, nil
+	return &pipelined{e: e, ws: s.WS(), id: 100}, nil
 }
 
 func (p *pipelined) close() { _ = p.ws.Close(websocket.StatusNormalClosure, "") }

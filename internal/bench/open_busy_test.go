@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/termhost/termhost/internal/bench/hoststart"
 )
 
 // TestOpen: every open figure is measured, the pipelined ones held to their target,
@@ -12,7 +14,7 @@ import (
 func TestOpen(t *testing.T) {
 	ptyOrSkip(t)
 	bash := bashOrSkip(t)
-	rep := runOnHost(t, LocalHostOptions{UsePty: true, EmptyHome: true, Shell: bash},
+	rep := runOnHost(t, hoststart.LocalOptions{UsePty: true, EmptyHome: true, Shell: bash},
 		func(c *Config) { c.Sizes.OpenRounds = 2 }, "open")
 	for _, name := range []string{"open, plain bash, pipelined, median", "open, with integration, pipelined, median"} {
 		f := figure(t, rep, "open", name)
@@ -33,7 +35,7 @@ func TestOpenShellWithoutIntegration(t *testing.T) {
 	if err != nil {
 		t.Skip("no dash on this machine")
 	}
-	rep := runOnHost(t, LocalHostOptions{UsePty: true, EmptyHome: true, Shell: dash},
+	rep := runOnHost(t, hoststart.LocalOptions{UsePty: true, EmptyHome: true, Shell: dash},
 		func(c *Config) { c.Sizes.OpenRounds = 1 }, "open")
 	positive(t, rep, figure(t, rep, "open", "open, plain bash, pipelined, median"))
 	if !strings.Contains(text(rep), "has no integration script") {

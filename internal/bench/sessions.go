@@ -13,7 +13,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/termhost/termhost/internal/bench/raw"
 	"github.com/termhost/termhost/internal/bench/report"
+	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -183,17 +185,17 @@ func (e *env) hostTurns(ctx context.Context, n int, d time.Duration, run int) (t
 	if err != nil {
 		return turnRun{}, err
 	}
-	return e.turnsBackToBack(ctx, ctls, chats, "sessions", d, func(ctx context.Context, k *ctl, c benchChat, id string) (bool, error) {
+	return e.turnsBackToBack(ctx, ctls, chats, "sessions", d, func(ctx context.Context, k *wsclient.Control, c benchChat, id string) (bool, error) {
 		return e.hostTurn(ctx, k, c.w, c.chat, id)
 	})
 }
 
 // hostTurn sends one `!echo x` turn and waits for its chat/turnComplete; failed says
 // the command's call did not succeed.
-func (e *env) hostTurn(ctx context.Context, k *ctl, w *watch, chat, turnID string) (failed bool, err error) {
+func (e *env) hostTurn(ctx context.Context, k *wsclient.Control, w *wsclient.Watch, chat, turnID string) (failed bool, err error) {
 	action := map[string]any{"type": messages.ChatTurnStarted, "turnId": turnID, "startedAt": time.Now().UTC().Format(time.RFC3339Nano),
 		"message": map[string]any{"text": "!" + sessionsCommand, "origin": map[string]any{"kind": "user"}}}
-	if err := k.Dispatch(ctx, chat, k.seq.Add(1), action); err != nil {
+	if err := k.Dispatch(ctx, chat, k.NextSeq(), action); err != nil {
 		return false, err
 	}
 	for {
@@ -269,12 +271,12 @@ func (e *env) rawTurns(ctx context.Context, workers int, d time.Duration, intera
 
 // rawSpawnTurn is `SHELL -c 'echo x'` spawned, read to its end and reaped.
 func (e *env) rawSpawnTurn(buf []byte) error {
-	p, err := startRaw(e.pty, e.shell, sessionsCommand)
+	p, err := raw.Start(e.pty, e.shell, sessionsCommand)
 	if err != nil {
 		return err
 	}
-	_, err = p.drain(buf)
-	if cerr := p.close(); err == nil {
+	_, err = p.Drain(buf)
+	if cerr := p.Close(); err == nil {
 		err = cerr
 	}
 	return err
@@ -286,24 +288,24 @@ func (e *env) rawSpawnTurn(buf []byte) error {
 // `!` command waits for the shell's prompt.
 func (e *env) rawInteractiveTurn(buf []byte) error {
 	cmd := exec.Command(e.shell, "-i")
-	p, err := startRawCmd(e.pty, cmd)
+	p, err := raw.StartCmd(e.pty, cmd)
 	if err != nil {
 		return err
 	}
 	// A shell that never reads its input would hold the run forever.
-	stuck := time.AfterFunc(e.cfg.WaitTimeout, p.kill)
+	stuck := time.AfterFunc(e.cfg.WaitTimeout, p.Kill)
 	defer stuck.Stop()
 	newline := "\n"
 	if e.pty {
 		newline = "\r"
 	}
-	if _, err := p.in.Write([]byte(sessionsCommand + newline + "exit" + newline)); err != nil {
-		p.kill()
-		_ = p.close()
+	if _, err := p.Write([]byte(sessionsCommand + newline + "exit" + newline)); err != nil {
+		p.Kill()
+		_ = p.Close()
 		return fmt.Errorf("raw: typing into %s: %w", e.shell, err)
 	}
-	_, err = p.drain(buf)
-	if cerr := p.close(); err == nil {
+	_, err = p.Drain(buf)
+	if cerr := p.Close(); err == nil {
 		err = cerr
 	}
 	return err

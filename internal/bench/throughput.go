@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/termhost/termhost/internal/bench/report"
+	"github.com/termhost/termhost/internal/bench/wsclient"
 )
 
 func throughputSummary(s Sizes) string {
@@ -63,7 +64,7 @@ type meteredFlood struct {
 	run             *floodRun
 }
 
-func (e *env) meteredFlood(ctx context.Context, k *ctl, label string, n int64) (*meteredFlood, error) {
+func (e *env) meteredFlood(ctx context.Context, k *wsclient.Control, label string, n int64) (*meteredFlood, error) {
 	m := &meteredFlood{rawCPU: meterCPU(os.Getpid())}
 	if err := m.raw.measure(e, n); err != nil {
 		return nil, err
@@ -187,16 +188,16 @@ func runSlow(ctx context.Context, e *env, r *report.Result) error {
 	}
 
 	e.settleMemory()
-	var slow *counter
+	var slow *wsclient.Counter
 	defer func() {
 		if slow != nil {
-			slow.close()
+			slow.Close()
 		}
 	}()
 	sampler = e.sampleRSS()
 	beside, err := e.flood(ctx, k, "slow-beside", 1, n, 1, func(ctx context.Context, uri string) error {
 		// Subscribed, answered, and never read again until the flood is over.
-		s, err := dialCounter(ctx, e.target, "bench-slow-reader", uri)
+		s, err := wsclient.DialCounter(ctx, e.target, "bench-slow-reader", uri)
 		slow = s
 		return err
 	})
@@ -231,7 +232,7 @@ func runSlow(ctx context.Context, e *env, r *report.Result) error {
 	// The flood is over: read what the slow connection was sent, up to how it ended.
 	if slow != nil {
 		dctx, cancel := e.waitCtx(ctx)
-		end := slow.drain(dctx, nil)
+		end := slow.Drain(dctx, nil)
 		cancel()
 		r.Add(report.Figure{Name: "bytes the slow one received", Value: float64(end.Bytes), Unit: report.UnitBytes})
 		switch {

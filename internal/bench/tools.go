@@ -22,7 +22,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/termhost/termhost/integration"
+	"github.com/termhost/termhost/internal/bench/raw"
 	"github.com/termhost/termhost/internal/bench/report"
+	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -135,12 +137,12 @@ func runTools(ctx context.Context, e *env, r *report.Result) error {
 	rawCall := func() error { return persistent.command(toolsCommand) }
 	buf := make([]byte, 4096)
 	spawnCall := func() error {
-		p, err := startRaw(e.pty, bash, toolsCommand)
+		p, err := raw.Start(e.pty, bash, toolsCommand)
 		if err != nil {
 			return err
 		}
-		_, err = p.drain(buf)
-		if cerr := p.close(); err == nil {
+		_, err = p.Drain(buf)
+		if cerr := p.Close(); err == nil {
 			err = cerr
 		}
 		return err
@@ -184,7 +186,7 @@ func runTools(ctx context.Context, e *env, r *report.Result) error {
 		done.Add(1)
 	}
 	stop()
-	host, raw, spawned, integ := sides[0].times, sides[1].times, sides[2].times, sides[3].times
+	host, rawTimes, spawned, integ := sides[0].times, sides[1].times, sides[2].times, sides[3].times
 
 	// What a call costs in CPU, each side metered on its own: half as many calls,
 	// and for at least toolsCPUTime, since /proc counts in 10 ms ticks and a raw
@@ -213,13 +215,13 @@ func runTools(ctx context.Context, e *env, r *report.Result) error {
 	}
 
 	hm, h90, h99 := percentile(host, 0.5), percentile(host, 0.9), percentile(host, 0.99)
-	am, a90, a99 := percentile(raw, 0.5), percentile(raw, 0.9), percentile(raw, 0.99)
+	am, a90, a99 := percentile(rawTimes, 0.5), percentile(rawTimes, 0.9), percentile(rawTimes, 0.99)
 	r.Add(report.Figure{Name: "bash call, median", Value: hm.Seconds(), Unit: report.UnitSeconds}).WithRaw(am.Seconds())
 	r.Add(report.Figure{Name: "bash call − raw persistent bash, median", Value: (hm - am).Seconds(), Unit: report.UnitSeconds})
 	r.Add(report.Figure{Name: "bash call, p90", Value: h90.Seconds(), Unit: report.UnitSeconds}).WithRaw(a90.Seconds())
 	r.Add(report.Figure{Name: "bash call, p99", Value: h99.Seconds(), Unit: report.UnitSeconds}).WithRaw(a99.Seconds())
 	r.Add(report.Figure{Name: "bash call − raw persistent bash, p99", Value: (h99 - a99).Seconds(), Unit: report.UnitSeconds})
-	r.Add(report.Figure{Name: "bash call, max", Value: slices.Max(host).Seconds(), Unit: report.UnitSeconds}).WithRaw(slices.Max(raw).Seconds())
+	r.Add(report.Figure{Name: "bash call, max", Value: slices.Max(host).Seconds(), Unit: report.UnitSeconds}).WithRaw(slices.Max(rawTimes).Seconds())
 	r.Add(report.Figure{Name: "bash call vs `bash -c true` spawned, median", Value: hm.Seconds(), Unit: report.UnitSeconds}).WithRaw(percentile(spawned, 0.5).Seconds())
 	r.Add(report.Figure{Name: "bash call vs `bash -c true` spawned, p99", Value: h99.Seconds(), Unit: report.UnitSeconds}).WithRaw(percentile(spawned, 0.99).Seconds())
 	// Where a call's time goes: the host's own shell (integration script and all)
@@ -311,7 +313,7 @@ func (e *env) startIntegratedBash(bash string) (*rawShell, error) {
 	cmd.Env = append(os.Environ(), "TERM=xterm-256color", integration.PreventHistoryEnv+"=1", "LC_ALL=C.UTF-8")
 	cmd.Env = append(cmd.Env, inj.Env...)
 	cmd.ExtraFiles = inj.Files
-	p, err := startRawCmd(true, cmd)
+	p, err := raw.StartCmd(true, cmd)
 	inj.Close()
 	if err != nil {
 		return nil, err
@@ -328,7 +330,7 @@ func (e *env) startIntegratedBash(bash string) (*rawShell, error) {
 // rawShell is a persistent shell on a local pty (or pipes) that this process types
 // into and reads, as the host does an agent's shell but with nothing in between.
 type rawShell struct {
-	p   *rawProc
+	p   *raw.Proc
 	pty bool
 	// wait bounds each command: a shell that never prints its end is killed, and
 	// its read ends in an error.
@@ -345,7 +347,7 @@ func startRawBash(usePty bool, bash string, wait time.Duration) (*rawShell, erro
 	if usePty {
 		cmd.Env = append(os.Environ(), "TERM=xterm-256color")
 	}
-	p, err := startRawCmd(usePty, cmd)
+	p, err := raw.StartCmd(usePty, cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -375,11 +377,11 @@ func (s *rawShell) marked(cmd string) error {
 
 // until types line (nil types nothing) and reads until the output since holds want.
 func (s *rawShell) until(line, want []byte) error {
-	stuck := time.AfterFunc(s.wait, s.p.kill)
+	stuck := time.AfterFunc(s.wait, s.p.Kill)
 	defer stuck.Stop()
 	if line != nil {
 		s.seen = s.seen[:0]
-		if _, err := s.p.in.Write(line); err != nil {
+		if _, err := s.p.Write(line); err != nil {
 			return fmt.Errorf("raw: typing %q: %w", line, err)
 		}
 	}
@@ -393,7 +395,7 @@ func (s *rawShell) until(line, want []byte) error {
 
 // more reads what the shell has printed next.
 func (s *rawShell) more() error {
-	n, err := s.p.read(s.buf)
+	n, err := s.p.Read(s.buf)
 	s.seen = append(s.seen, s.buf[:n]...)
 	if err != nil {
 		return fmt.Errorf("raw: reading the shell: %w", err)
@@ -402,8 +404,8 @@ func (s *rawShell) more() error {
 }
 
 func (s *rawShell) close() {
-	s.p.kill()
-	_ = s.p.close()
+	s.p.Kill()
+	_ = s.p.Close()
 }
 
 // toolAgent is one agent: an MCP client of the SDK's own, on an HTTP transport of its
@@ -452,9 +454,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // mcpEndpoint is the host's /mcp address bound to session with the PTY tools.
 func (e *env) mcpEndpoint(session string) (string, error) {
-	u, err := url.Parse(e.target.url)
+	u, err := url.Parse(e.target.URL)
 	if err != nil {
-		return "", fmt.Errorf("bench: --url %q: %w", e.target.url, err)
+		return "", fmt.Errorf("bench: --url %q: %w", e.target.URL, err)
 	}
 	switch u.Scheme {
 	case "ws":
@@ -469,7 +471,7 @@ func (e *env) mcpEndpoint(session string) (string, error) {
 
 // openAgent creates a session over AHP on k (working folder dir) and connects an MCP
 // client bound to it.
-func (e *env) openAgent(ctx context.Context, k *ctl, label string, i int, dir string) (*toolAgent, error) {
+func (e *env) openAgent(ctx context.Context, k *wsclient.Control, label string, i int, dir string) (*toolAgent, error) {
 	uri := fmt.Sprintf("ahp-session:/bench-%s-%s-%d", e.run, label, i)
 	raw, err := k.Request(ctx, "createSession", map[string]any{"channel": uri, "workingDirectories": []string{messages.FileURI(dir)}})
 	if err != nil {
@@ -485,7 +487,7 @@ func (e *env) openAgent(ctx context.Context, k *ctl, label string, i int, dir st
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	c := sdk.NewClient(&sdk.Implementation{Name: "termhost-bench-agent", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearer{e.target.token, tr}}}, nil)
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearer{e.target.Token, tr}}}, nil)
 	if err != nil {
 		tr.CloseIdleConnections()
 		dctx, cancel := e.waitCtx(context.WithoutCancel(ctx))
@@ -497,7 +499,7 @@ func (e *env) openAgent(ctx context.Context, k *ctl, label string, i int, dir st
 }
 
 // closeAgent ends the agent's MCP session and disposes its host session (its shells).
-func (e *env) closeAgent(ctx context.Context, k *ctl, a *toolAgent) {
+func (e *env) closeAgent(ctx context.Context, k *wsclient.Control, a *toolAgent) {
 	_ = a.cs.Close()
 	a.transport.CloseIdleConnections()
 	dctx, cancel := e.waitCtx(context.WithoutCancel(ctx))
@@ -681,7 +683,7 @@ func (e *env) hostLoad(ctx context.Context, n int, d time.Duration) (lateRun, lo
 	e.settleMemory()
 	rss.before, rss.known = e.hostRSS()
 	agents := make([]*toolAgent, n)
-	owners := make([]*ctl, n) // the connection that created each agent's session
+	owners := make([]*wsclient.Control, n) // the connection that created each agent's session
 	defer func() {
 		var wg sync.WaitGroup
 		for i, a := range agents {
@@ -691,7 +693,7 @@ func (e *env) hostLoad(ctx context.Context, n int, d time.Duration) (lateRun, lo
 		}
 		wg.Wait()
 	}()
-	err = e.parallel(ctx, ctls, n, "tools-load: opening sessions", func(ctx context.Context, k *ctl, i int) error {
+	err = e.parallel(ctx, ctls, n, "tools-load: opening sessions", func(ctx context.Context, k *wsclient.Control, i int) error {
 		a, err := e.openAgent(ctx, k, "tools-load", i, work)
 		if err != nil {
 			return fmt.Errorf("session %d: %w", i, err)

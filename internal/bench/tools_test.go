@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termhost/termhost/internal/bench/hoststart"
 	"github.com/termhost/termhost/internal/bench/report"
 )
 
@@ -23,7 +24,7 @@ func toolsSizes() Sizes {
 func runSized(t *testing.T, sizes Sizes, names ...string) *report.Report {
 	t.Helper()
 	ptyOrSkip(t)
-	h, err := StartLocalHost(LocalHostOptions{UsePty: true, EmptyHome: true})
+	h, err := hoststart.StartLocal(hoststart.LocalOptions{UsePty: true, EmptyHome: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,20 +11,21 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/termhost/termhost/internal/bench/wsclient"
 	"github.com/termhost/termhost/messages"
 )
 
 // benchChat is a session a scenario made, with its default chat subscribed.
 type benchChat struct {
 	session, chat string
-	w             *watch
+	w             *wsclient.Watch
 }
 
 // openChats makes a session for each client (createSession with params beside its
 // channel and a working folder of its own), subscribed to its chat. refuseFirst,
 // when set, turns the first createSession's error into the scenario's own (a host
 // without what the scenario needs). close disposes the sessions and the folder.
-func (e *env) openChats(ctx context.Context, ctls []*ctl, label string, params map[string]any, refuseFirst func(error) error) (chats []benchChat, close func(), err error) {
+func (e *env) openChats(ctx context.Context, ctls []*wsclient.Control, label string, params map[string]any, refuseFirst func(error) error) (chats []benchChat, close func(), err error) {
 	work, err := os.MkdirTemp("", "termhost-bench-"+label+"-")
 	if err != nil {
 		return nil, func() {}, err
@@ -58,7 +59,7 @@ func (e *env) openChats(ctx context.Context, ctls []*ctl, label string, params m
 			return chats, close, fmt.Errorf("createSession answered %s", raw)
 		}
 		chats = append(chats, benchChat{session: uri})
-		w := k.watch(res.Chat)
+		w := k.Watch(res.Chat)
 		_, err = k.Subscribe(wctx, res.Chat)
 		cancel()
 		if err != nil {
@@ -71,11 +72,11 @@ func (e *env) openChats(ctx context.Context, ctls []*ctl, label string, params m
 
 // turnFunc runs one turn with id in a chat and waits for its end; failed says it ended
 // without success (the turn still counts).
-type turnFunc func(ctx context.Context, k *ctl, c benchChat, id string) (failed bool, err error)
+type turnFunc func(ctx context.Context, k *wsclient.Control, c benchChat, id string) (failed bool, err error)
 
 // turnsBackToBack runs turns back to back in every chat at once for d, each chat's one
 // after another, and measures each turn and the host's CPU over the run.
-func (e *env) turnsBackToBack(ctx context.Context, ctls []*ctl, chats []benchChat, label string, d time.Duration, turn turnFunc) (turnRun, error) {
+func (e *env) turnsBackToBack(ctx context.Context, ctls []*wsclient.Control, chats []benchChat, label string, d time.Duration, turn turnFunc) (turnRun, error) {
 	var mu sync.Mutex // guards out
 	out := turnRun{}
 	var done atomic.Int64

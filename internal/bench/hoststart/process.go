@@ -1,4 +1,4 @@
-package bench
+package hoststart
 
 import (
 	"bufio"
@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// HostProcessOptions are how a host of its own process is started. Exe is required.
-type HostProcessOptions struct {
+// ProcessOptions are how a host of its own process is started. Exe is required.
+type ProcessOptions struct {
 	// Exe is the termhost binary; `Exe serve` is run.
 	Exe string
 	// Pty is serve's --pty: auto, always or never.
@@ -23,7 +23,7 @@ type HostProcessOptions struct {
 	// process's.
 	Shell string
 	// EmptyHome runs the host, and this process until Close, with HOME set to an
-	// empty folder (see LocalHostOptions.EmptyHome).
+	// empty folder (see LocalOptions.EmptyHome).
 	EmptyHome bool
 	// LogLevel is serve's --log-level; "" means warn.
 	LogLevel string
@@ -39,10 +39,10 @@ type HostProcessOptions struct {
 	Args []string
 }
 
-// HostProcess is `termhost serve` on a free loopback port in a process of its own,
+// Process is `termhost serve` on a free loopback port in a process of its own,
 // with a state folder that Close removes: the way a person runs the host, with the
 // bench's subscribers outside it, each side with its own Go scheduler.
-type HostProcess struct {
+type Process struct {
 	URL   string
 	Token string
 	PID   int
@@ -53,13 +53,13 @@ type HostProcess struct {
 	restoreHome func()
 }
 
-// StartHostProcess starts the host and waits for its `listening on` line.
-func StartHostProcess(opts HostProcessOptions) (*HostProcess, error) {
+// StartProcess starts the host and waits for its `listening on` line.
+func StartProcess(opts ProcessOptions) (*Process, error) {
 	dir, err := os.MkdirTemp("", "termhost-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("bench: state folder: %w", err)
 	}
-	h := &HostProcess{stateDir: dir, exited: make(chan struct{})}
+	h := &Process{stateDir: dir, exited: make(chan struct{})}
 	if err := h.start(opts); err != nil {
 		_ = h.Close()
 		return nil, err
@@ -67,7 +67,7 @@ func StartHostProcess(opts HostProcessOptions) (*HostProcess, error) {
 	return h, nil
 }
 
-func (h *HostProcess) start(opts HostProcessOptions) error {
+func (h *Process) start(opts ProcessOptions) error {
 	if opts.EmptyHome {
 		restore, err := useEmptyHome(h.stateDir)
 		if err != nil {
@@ -139,7 +139,7 @@ func (h *HostProcess) start(opts HostProcessOptions) error {
 
 // Close stops the host the way an operator would (SIGTERM: every terminal is ended
 // and reaped), kills it if it has not gone within 30 s, and removes its state folder.
-func (h *HostProcess) Close() error {
+func (h *Process) Close() error {
 	var err error
 	if h.cmd != nil {
 		_ = h.cmd.Process.Signal(syscall.SIGTERM)

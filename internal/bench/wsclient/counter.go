@@ -1,4 +1,4 @@
-package bench
+package wsclient
 
 import (
 	"bufio"
@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,7 +23,7 @@ import (
 	"github.com/termhost/termhost/messages"
 )
 
-// counter is a flood's subscriber: a WebSocket read straight off its TCP connection
+// Counter is a flood's subscriber: a WebSocket read straight off its TCP connection
 // (RFC 6455 framing parsed here, not by a library), that counts every terminal/data
 // of its channel and checks that they come in order.
 //
@@ -43,7 +42,7 @@ import (
 //     and no quote may stand unescaped in it; what is counted is its decoded length.
 //
 // Every other frame is decoded as JSON, as before.
-type counter struct {
+type Counter struct {
 	conn    net.Conn
 	channel string
 	prefix  []byte // the channel's terminal/data frames begin so
@@ -62,33 +61,22 @@ const counterBuffer = 256 << 10
 // counterReadLimit bounds a message, as the library's SetReadLimit did.
 const counterReadLimit = 64 << 20
 
-// dialCounter connects, initializes with channel as its one subscription and waits
-// for the answer; channel "" subscribes to nothing.
-func dialCounter(ctx context.Context, t target, clientID, channel string) (*counter, error) {
-	u, err := t.dialURL()
+// DialCounter connects to t, initializes as clientID with channel as its one
+// subscription and waits for the answer; channel "" subscribes to nothing.
+func DialCounter(ctx context.Context, t Target, clientID, channel string) (*Counter, error) {
+	u, err := t.DialURL()
 	if err != nil {
 		return nil, err
 	}
 	conn, rest, err := dialWebSocket(ctx, u)
 	if err != nil {
-		return nil, fmt.Errorf("bench: dial %s: %w", t.url, err)
+		return nil, fmt.Errorf("bench: dial %s: %w", t.URL, err)
 	}
-	c := &counter{conn: conn, channel: channel, prefix: messages.DataFramePrefix(channel), buf: make([]byte, counterBuffer)}
+	c := &Counter{conn: conn, channel: channel, prefix: messages.DataFramePrefix(channel), buf: make([]byte, counterBuffer)}
 	c.w = copy(c.buf, rest)
 	stop := c.bind(ctx)
 	defer stop()
-	subs := []string{channel}
-	if channel == "" {
-		subs = []string{}
-	}
-	init, _ := json.Marshal(map[string]any{
-		"jsonrpc": "2.0", "id": 1, "method": "initialize",
-		"params": map[string]any{
-			"channel": messages.RootURI, "protocolVersions": []string{"1.0.0", "0.9.0"},
-			"clientId": clientID, "initialSubscriptions": subs,
-		},
-	})
-	if err := c.write(opText, init); err != nil {
+	if err := c.write(opText, initializeFrame(clientID, channel)); err != nil {
 		_ = conn.Close()
 		return nil, fmt.Errorf("bench: initialize: %w", err)
 	}
@@ -110,7 +98,7 @@ func dialCounter(ctx context.Context, t target, clientID, channel string) (*coun
 }
 
 // bind makes ctx's end end a blocked read; the returned func undoes it.
-func (c *counter) bind(ctx context.Context) func() {
+func (c *Counter) bind(ctx context.Context) func() {
 	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
 	return func() { stop() }
 }
@@ -135,12 +123,12 @@ func (e *counterClosed) Error() string {
 	return fmt.Sprintf("closed by the host: status %d, reason %q", e.code, e.reason)
 }
 
-// drain reads until terminal/exited on the channel, or until the connection ends.
+// Drain reads until terminal/exited on the channel, or until the connection ends.
 // onData, if set, is told the running byte count after every terminal/data.
-func (c *counter) drain(ctx context.Context, onData func(total int64)) streamEnd {
+func (c *Counter) Drain(ctx context.Context, onData func(total int64)) End {
 	stop := c.bind(ctx)
 	defer stop()
-	end := streamEnd{CloseCode: -1}
+	end := End{CloseCode: -1}
 	for {
 		frame, err := c.next()
 		if err != nil {
@@ -175,7 +163,8 @@ func (c *counter) drain(ctx context.Context, onData func(total int64)) streamEnd
 	}
 }
 
-func (c *counter) close() {
+// Close sends a normal closure and closes the connection.
+func (c *Counter) Close() {
 	var p [2]byte
 	binary.BigEndian.PutUint16(p[:], 1000)
 	_ = c.conn.SetWriteDeadline(time.Now().Add(time.Second))
@@ -285,7 +274,7 @@ const (
 
 // next is the next message's payload, valid until the next call. Pings are answered,
 // pongs skipped, a close frame is answered and returned as *counterClosed.
-func (c *counter) next() ([]byte, error) {
+func (c *Counter) next() ([]byte, error) {
 	c.msg = c.msg[:0]
 	fragmented := false
 	for {
@@ -337,7 +326,7 @@ func (c *counter) next() ([]byte, error) {
 
 // frame parses one frame off the buffer, reading as needed; payload is valid until
 // the next call.
-func (c *counter) frame() (fin bool, op byte, payload []byte, err error) {
+func (c *Counter) frame() (fin bool, op byte, payload []byte, err error) {
 	if err := c.need(2); err != nil {
 		return false, 0, nil, err
 	}
@@ -375,7 +364,7 @@ func (c *counter) frame() (fin bool, op byte, payload []byte, err error) {
 // need reads until the buffer holds n unparsed bytes, moving them to its start (or
 // into a larger buffer) when they would not fit. Each read takes all the socket has
 // that fits.
-func (c *counter) need(n int) error {
+func (c *Counter) need(n int) error {
 	for c.w-c.r < n {
 		if c.r+n > len(c.buf) {
 			if n > len(c.buf) {
@@ -404,7 +393,7 @@ func (c *counter) need(n int) error {
 }
 
 // write sends one masked frame (a client's frames are masked, RFC 6455 5.3).
-func (c *counter) write(op byte, payload []byte) error {
+func (c *Counter) write(op byte, payload []byte) error {
 	f := make([]byte, 0, 14+len(payload))
 	f = append(f, 0x80|op)
 	switch n := len(payload); {

@@ -1,4 +1,4 @@
-package bench
+package raw
 
 import (
 	"bytes"
@@ -12,37 +12,34 @@ import (
 	cpty "github.com/creack/pty"
 )
 
-// The raw baselines: the same work as a scenario asks of the host, done by this
-// process straight on a pseudoterminal (creack/pty) or on pipes, as the host's own
-// terminals are, with the same shell. They are the floor each host figure is held to.
-
-// rawProc is a child started by the bench itself.
-type rawProc struct {
+// Proc is a child started by the bench itself, on a pseudoterminal or on pipes.
+type Proc struct {
 	cmd *exec.Cmd
 	out *os.File // the master, or the output pipe's read end
 	in  *os.File // the master, or the stdin pipe's write end
 }
 
-// startRaw runs `shell -c script` under a pseudoterminal (80x24) or on pipes, in a
-// session of its own like the host's children.
-func startRaw(usePty bool, shell, script string) (*rawProc, error) {
+// Start runs `shell -c script` under a pseudoterminal (80x24) or on pipes, in a
+// session of its own like the host's children; script "" runs the shell with no
+// arguments.
+func Start(usePty bool, shell, script string) (*Proc, error) {
 	var args []string
 	if script != "" {
 		args = append(args, "-c", script)
 	}
-	return startRawCmd(usePty, exec.Command(shell, args...))
+	return StartCmd(usePty, exec.Command(shell, args...))
 }
 
-// startRawCmd starts cmd as startRaw does: under a pseudoterminal (80x24) or on
-// pipes, in a session of its own.
-func startRawCmd(usePty bool, cmd *exec.Cmd) (*rawProc, error) {
+// StartCmd starts cmd as Start does: under a pseudoterminal (80x24) or on pipes, in
+// a session of its own.
+func StartCmd(usePty bool, cmd *exec.Cmd) (*Proc, error) {
 	shell := cmd.Path
 	if usePty {
 		master, err := cpty.StartWithSize(cmd, &cpty.Winsize{Cols: 80, Rows: 24})
 		if err != nil {
 			return nil, fmt.Errorf("raw: start %s under a pty: %w", shell, err)
 		}
-		return &rawProc{cmd: cmd, out: master, in: master}, nil
+		return &Proc{cmd: cmd, out: master, in: master}, nil
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -64,11 +61,11 @@ func startRawCmd(usePty bool, cmd *exec.Cmd) (*rawProc, error) {
 		_ = inW.Close()
 		return nil, fmt.Errorf("raw: start %s: %w", shell, err)
 	}
-	return &rawProc{cmd: cmd, out: outR, in: inW}, nil
+	return &Proc{cmd: cmd, out: outR, in: inW}, nil
 }
 
-// read reads output; a pseudoterminal whose slave is gone says EIO, which is EOF.
-func (p *rawProc) read(b []byte) (int, error) {
+// Read reads output; a pseudoterminal whose slave is gone says EIO, which is EOF.
+func (p *Proc) Read(b []byte) (int, error) {
 	n, err := p.out.Read(b)
 	if err != nil && errors.Is(err, syscall.EIO) {
 		err = io.EOF
@@ -76,11 +73,14 @@ func (p *rawProc) read(b []byte) (int, error) {
 	return n, err
 }
 
-// drain reads until the end of the output and returns how many bytes there were.
-func (p *rawProc) drain(buf []byte) (int64, error) {
+// Write types b: into the master, or the stdin pipe.
+func (p *Proc) Write(b []byte) (int, error) { return p.in.Write(b) }
+
+// Drain reads until the end of the output and returns how many bytes there were.
+func (p *Proc) Drain(buf []byte) (int64, error) {
 	var total int64
 	for {
-		n, err := p.read(buf)
+		n, err := p.Read(buf)
 		total += int64(n)
 		if err == io.EOF {
 			return total, nil
@@ -91,11 +91,11 @@ func (p *rawProc) drain(buf []byte) (int64, error) {
 	}
 }
 
-// readUntil reads until the output seen so far contains want.
-func (p *rawProc) readUntil(buf []byte, want []byte) error {
+// ReadUntil reads until the output seen so far contains want.
+func (p *Proc) ReadUntil(buf []byte, want []byte) error {
 	var seen []byte
 	for !bytes.Contains(seen, want) {
-		n, err := p.read(buf)
+		n, err := p.Read(buf)
 		seen = append(seen, buf[:n]...)
 		if err != nil {
 			return fmt.Errorf("raw: output ended before %q: %w (saw %q)", want, err, seen)
@@ -104,15 +104,15 @@ func (p *rawProc) readUntil(buf []byte, want []byte) error {
 	return nil
 }
 
-// kill ends the child's process group.
-func (p *rawProc) kill() {
+// Kill ends the child's process group.
+func (p *Proc) Kill() {
 	if p.cmd.Process != nil {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
 
-// close releases the descriptors and reaps the child.
-func (p *rawProc) close() error {
+// Close releases the descriptors and reaps the child.
+func (p *Proc) Close() error {
 	_ = p.out.Close()
 	if p.in != p.out {
 		_ = p.in.Close()

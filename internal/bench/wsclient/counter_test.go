@@ -1,4 +1,4 @@
-package bench
+package wsclient
 
 import (
 	"bytes"
@@ -122,7 +122,7 @@ func readClientFrame(t *testing.T, c net.Conn) (byte, []byte) {
 func TestCounterFraming(t *testing.T) {
 	host, client := net.Pipe()
 	defer host.Close()
-	c := &counter{conn: client, channel: "term://a", prefix: messages.DataFramePrefix("term://a"), buf: make([]byte, 64)}
+	c := &Counter{conn: client, channel: "term://a", prefix: messages.DataFramePrefix("term://a"), buf: make([]byte, 64)}
 	big := strings.Repeat("x", 300)
 	exited, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "action", "params": map[string]any{
 		"channel": "term://a", "action": map[string]any{"type": messages.TerminalExited}, "serverSeq": 9}})
@@ -135,8 +135,8 @@ func TestCounterFraming(t *testing.T) {
 		w(serverFrame(true, opContinuation, f[10:]))
 		w(serverFrame(true, opText, exited))
 	}()
-	done := make(chan streamEnd, 1)
-	go func() { done <- c.drain(context.Background(), nil) }()
+	done := make(chan End, 1)
+	go func() { done <- c.Drain(context.Background(), nil) }()
 	op, p := readClientFrame(t, host)
 	if op != opPong || string(p) != "hi" {
 		t.Fatalf("got opcode %d %q, want the pong", op, p)
@@ -149,12 +149,12 @@ func TestCounterFraming(t *testing.T) {
 	// Out of order, then a close frame.
 	c.seen, c.last = true, 5
 	go func() { _, _ = host.Write(serverFrame(true, opText, messages.DataFrame("term://a", "x", 5))) }()
-	if end := c.drain(context.Background(), nil); end.Err == nil || !strings.Contains(end.Err.Error(), "out of order") {
+	if end := c.Drain(context.Background(), nil); end.Err == nil || !strings.Contains(end.Err.Error(), "out of order") {
 		t.Fatalf("end = %+v", end)
 	}
 	go func() { _, _ = host.Write(serverFrame(true, opClose, append([]byte{0x03, 0xf0}, "too slow"...))) }()
 	go func() { _, _ = io.Copy(io.Discard, host) }() // the close's answer
-	end = c.drain(context.Background(), nil)
+	end = c.Drain(context.Background(), nil)
 	if end.CloseCode != 1008 || end.CloseReason != "too slow" {
 		t.Fatalf("end = %+v", end)
 	}
@@ -164,10 +164,10 @@ func TestCounterFraming(t *testing.T) {
 func TestCounterContext(t *testing.T) {
 	host, client := net.Pipe()
 	defer host.Close()
-	c := &counter{conn: client, channel: "term://a", prefix: messages.DataFramePrefix("term://a"), buf: make([]byte, 64)}
+	c := &Counter{conn: client, channel: "term://a", prefix: messages.DataFramePrefix("term://a"), buf: make([]byte, 64)}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	end := c.drain(ctx, nil)
+	end := c.Drain(ctx, nil)
 	if !errors.Is(end.Err, context.DeadlineExceeded) || end.CloseCode != -1 {
 		t.Fatalf("end = %+v", end)
 	}

@@ -1,4 +1,4 @@
-package bench
+package hoststart
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 	"github.com/termhost/termhost/server"
 )
 
-// LocalHostOptions are how an in-process host is started. The zero value works.
-type LocalHostOptions struct {
+// LocalOptions are how an in-process host is started. The zero value works.
+type LocalOptions struct {
 	// UsePty runs terminals under a pseudoterminal; false means pipes.
 	UsePty bool
 	// Shell is the host's default shell; "" means the host's own default ($SHELL,
@@ -33,9 +33,9 @@ type LocalHostOptions struct {
 	EmptyHome bool
 }
 
-// LocalHost is a host serving in this process on a free loopback port, with a state
+// Local is a host serving in this process on a free loopback port, with a state
 // folder of its own that Close removes.
-type LocalHost struct {
+type Local struct {
 	URL   string
 	Token string
 
@@ -46,14 +46,14 @@ type LocalHost struct {
 	restoreHome func()
 }
 
-// StartLocalHost starts a host on 127.0.0.1:0 with a fresh state folder and its owner
+// StartLocal starts a host on 127.0.0.1:0 with a fresh state folder and its owner
 // token, the way `termhost serve` would on a new machine.
-func StartLocalHost(opts LocalHostOptions) (*LocalHost, error) {
+func StartLocal(opts LocalOptions) (*Local, error) {
 	dir, err := os.MkdirTemp("", "termhost-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("bench: state folder: %w", err)
 	}
-	h, err := startLocalHost(dir, opts)
+	h, err := startLocal(dir, opts)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -61,7 +61,7 @@ func StartLocalHost(opts LocalHostOptions) (*LocalHost, error) {
 	return h, nil
 }
 
-func startLocalHost(dir string, opts LocalHostOptions) (*LocalHost, error) {
+func startLocal(dir string, opts LocalOptions) (*Local, error) {
 	var restoreHome func()
 	if opts.EmptyHome {
 		var err error
@@ -69,7 +69,7 @@ func startLocalHost(dir string, opts LocalHostOptions) (*LocalHost, error) {
 			return nil, err
 		}
 	}
-	h, err := serveLocalHost(dir, opts)
+	h, err := serveLocal(dir, opts)
 	if err != nil {
 		if restoreHome != nil {
 			restoreHome()
@@ -80,7 +80,7 @@ func startLocalHost(dir string, opts LocalHostOptions) (*LocalHost, error) {
 	return h, nil
 }
 
-func serveLocalHost(dir string, opts LocalHostOptions) (*LocalHost, error) {
+func serveLocal(dir string, opts LocalOptions) (*Local, error) {
 	store, err := auth.Open(dir)
 	if err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func serveLocalHost(dir string, opts LocalHostOptions) (*LocalHost, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	return &LocalHost{
+	return &Local{
 		URL:      "ws://" + ln.Addr().String() + "/",
 		Token:    strings.TrimSpace(string(tok)),
 		stateDir: dir,
@@ -129,7 +129,7 @@ func serveLocalHost(dir string, opts LocalHostOptions) (*LocalHost, error) {
 
 // Close shuts the host down (every terminal is ended and reaped) and removes its
 // state folder.
-func (h *LocalHost) Close() error {
+func (h *Local) Close() error {
 	h.cancel()
 	var err error
 	select {
