@@ -125,8 +125,20 @@ func (s *remoteSub) send(frames [][]byte) {
 		s.openBytes += n
 		return
 	}
-	s.open, s.openBytes, s.opened = &frame{Gen: s.gen, Frames: frames, sub: s}, n, time.Now()
+	s.open, s.openBytes, s.opened = &frame{Gen: s.gen, Frames: frames, from: s}, n, time.Now()
 	s.system.Root.Send(s.proxy, s.open)
+}
+
+// taken ends m's gathering (gatherer): the endpoint writer took it, and what is
+// sent next goes in a message of its own.
+func (s *remoteSub) taken(m *frame) [][]byte {
+	s.mu.Lock()
+	if s.open == m {
+		s.seal()
+	}
+	fs := m.Frames
+	s.mu.Unlock()
+	return fs
 }
 
 // seal ends the open message: what is sent next goes after it. Under mu.

@@ -96,25 +96,26 @@ type subscribed struct {
 // for the output it caused, or when output came faster than the endpoint writer sent
 // it (see remoteSub).
 //
-// Unlike every other node message, a frame from a remoteSub (sub set) is changed
-// after it is sent: its subscription adds frames to it until it is taken, by the
+// Unlike every other node message, a frame with a gatherer (from set) is changed
+// after it is sent: the gatherer adds frames to it until it is taken, by the
 // endpoint writer serializing it (or, on the same node, by the proxy reading it).
 type frame struct {
 	Gen    uint64
 	Frames [][]byte
-	sub    *remoteSub
+	from   gatherer
+}
+
+// gatherer goes on adding frames to a frame message it sent (remoteSub), under a
+// lock of its own, until the message is taken.
+type gatherer interface {
+	// taken ends the gathering into m and gives m's frames: nothing joins m after.
+	taken(m *frame) [][]byte
 }
 
 // take ends the frame's gathering and gives its frames.
 func (m *frame) take() [][]byte {
-	if s := m.sub; s != nil {
-		s.mu.Lock()
-		if s.open == m {
-			s.open = nil
-		}
-		fs := m.Frames
-		s.mu.Unlock()
-		return fs
+	if m.from != nil {
+		return m.from.taken(m)
 	}
 	return m.Frames
 }
