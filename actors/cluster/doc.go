@@ -23,10 +23,11 @@
 //     another node meets no actor of this package on either node.
 //
 // Actor messages inside a node carry Go pointers and channels and never leave it.
-// Between nodes only the small set of messages in wire.go goes, each one encoded as
-// JSON (frames as their own bytes, a dispatch in a small binary layout) inside a
-// protobuf BytesValue, a well-known type protoactor-go's remote can carry without
-// generated code. The echo of a client's action waits on the owner for the output
+// Between nodes only the small set of messages of package wire goes: it owns them,
+// their encoding (JSON, but for frames as their own bytes and a dispatch in a small
+// binary layout, inside a protobuf BytesValue protoactor-go's remote carries without
+// generated code) and their decoding, and it imports nothing of this package. Every
+// actor here reads what it is sent through wire.Decode. The echo of a client's action waits on the owner for the output
 // it causes, up to a couple of milliseconds, and crosses with it in one message
 // (remoteSub), and output that comes while protoactor's endpoint writer is behind
 // joins the frame message it has not taken yet, so a flood crosses as few large

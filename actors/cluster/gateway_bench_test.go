@@ -1,22 +1,25 @@
 package cluster
 
 import (
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/termhost/termhost/actors/cluster/wire"
 )
 
 // taker is a proxy's inbox as the endpoint writer meets it: the frame messages sent
 // to it wait until take takes them, as the writer does on its own goroutine.
 type taker struct {
 	mu     sync.Mutex
-	sent   []*frame
+	sent   []*wire.Frame
 	frames int
 }
 
 func (t *taker) SendUserMessage(_ *actor.PID, msg any) {
-	if m, ok := msg.(*frame); ok {
+	if m, ok := msg.(*wire.Frame); ok {
 		t.mu.Lock()
 		t.sent = append(t.sent, m)
 		t.mu.Unlock()
@@ -32,7 +35,7 @@ func (t *taker) take() {
 	t.sent = t.sent[:0]
 	t.mu.Unlock()
 	for _, m := range sent {
-		t.frames += len(m.take())
+		t.frames += len(m.Take())
 	}
 }
 
@@ -41,15 +44,19 @@ func (t *taker) take() {
 // or output alone (a flood the writer keeps up with, a message per chunk).
 func BenchmarkRemoteSubDeliver(b *testing.B) {
 	const uri = "ahp-terminal:/t"
-	cases := benchFrames(b)
-	cases[1] = benchCase{"output", cases[1].frames[:1]}
-	for _, c := range cases {
+	for _, c := range []struct {
+		name   string
+		frames [][]byte
+	}{
+		{"keystroke", [][]byte{echoFrame(uri, 40, "k"), outputFrame(uri, 41, "k")}},
+		{"output", [][]byte{outputFrame(uri, 41, strings.Repeat("0123456789abcdef", 256))}},
+	} {
 		b.Run(c.name, func(b *testing.B) {
 			system := actor.NewActorSystem()
 			t := &taker{}
 			proxy, _ := system.ProcessRegistry.Add(t, "proxy/in")
 			s := newRemoteSub(system, newGateway(system, nil, nil), uri, proxy, 1)
-			s.answer(&subscribed{Gen: 1})
+			s.answer(&wire.Subscribed{Gen: 1})
 			b.ReportAllocs()
 			for b.Loop() {
 				for _, f := range c.frames {

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/remote"
 
+	"github.com/termhost/termhost/actors/cluster/wire"
 	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/messages"
 )
@@ -30,26 +30,6 @@ import (
 // stop the create: it is made as before reservations were. Nodes that do not yet
 // agree on the members (one is joining) may pick different homes for a moment.
 
-// reserve asks the home node for URI on behalf of the node at Addr (its Instance);
-// the answer is a *reserveAnswer.
-type reserve struct {
-	URI      string `json:"uri"`
-	Addr     string `json:"addr"`
-	Instance string `json:"instance"`
-}
-
-// reserveAnswer says whether another node holds the URI.
-type reserveAnswer struct {
-	Taken bool `json:"taken,omitempty"`
-}
-
-// reserveRelease gives a URI's reservation back: its channel is gone.
-type reserveRelease struct {
-	URI      string `json:"uri"`
-	Addr     string `json:"addr"`
-	Instance string `json:"instance"`
-}
-
 // reservation is, on the home node, who reserved a URI and when.
 type reservation struct {
 	addr, instance string
@@ -62,12 +42,6 @@ const (
 	// reserveHold is how long a reservation holds before its URI is listed.
 	reserveHold = 30 * time.Second
 )
-
-func (m *reserve) Serialize() (remote.RootSerialized, error)       { return pack(kindReserve, m) }
-func (m *reserveAnswer) Serialize() (remote.RootSerialized, error) { return pack(kindReserveAnswer, m) }
-func (m *reserveRelease) Serialize() (remote.RootSerialized, error) {
-	return pack(kindReserveRelease, m)
-}
 
 // home is the node that keeps uri's reservation: nil for this node.
 func (n *node) home(uri string) *peer {
@@ -98,7 +72,7 @@ func rendezvous(addr, uri string) uint64 {
 // reserveFor asks the root's URI's home for it and answers the root with a
 // *root.Reserved.
 func (n *node) reserveFor(ctx actor.Context, m *root.Reserve) {
-	r := &reserve{URI: m.URI, Addr: n.m.addr, Instance: n.m.instance}
+	r := &wire.Reserve{URI: m.URI, Addr: n.m.addr, Instance: n.m.instance}
 	home := n.home(m.URI)
 	if home == nil {
 		ctx.Respond(&root.Reserved{Taken: n.decideReserve(r)})
@@ -106,17 +80,17 @@ func (n *node) reserveFor(ctx actor.Context, m *root.Reserve) {
 	}
 	f := ctx.RequestFuture(home.pid, r, reserveDeadline)
 	ctx.ReenterAfter(f, func(res any, err error) {
-		a, ok := Decode(res).(*reserveAnswer)
+		a, ok := wire.Decode(res).(*wire.ReserveAnswer)
 		if err != nil || !ok {
 			n.m.opts.Logger.Warn("a URI's home node did not answer its reservation; the create goes ahead", "uri", m.URI, "home", home.name)
-			a = &reserveAnswer{}
+			a = &wire.ReserveAnswer{}
 		}
 		ctx.Respond(&root.Reserved{Taken: a.Taken})
 	})
 }
 
 // decideReserve is the home's verdict on r: true when another node holds the URI.
-func (n *node) decideReserve(r *reserve) bool {
+func (n *node) decideReserve(r *wire.Reserve) bool {
 	if cur, ok := n.reserved[r.URI]; ok && (cur.addr != r.Addr || cur.instance != r.Instance) && n.holds(cur, r.URI) {
 		return true
 	}
@@ -148,7 +122,7 @@ func (n *node) holds(r reservation, uri string) bool {
 // release gives back a reservation of this node's (the root's word that the channel
 // is gone), at its home.
 func (n *node) release(ctx actor.Context, m *root.Release) {
-	r := &reserveRelease{URI: m.URI, Addr: n.m.addr, Instance: n.m.instance}
+	r := &wire.ReserveRelease{URI: m.URI, Addr: n.m.addr, Instance: n.m.instance}
 	if home := n.home(m.URI); home != nil {
 		ctx.Send(home.pid, r)
 		return
@@ -156,7 +130,7 @@ func (n *node) release(ctx actor.Context, m *root.Release) {
 	n.released(r)
 }
 
-func (n *node) released(r *reserveRelease) {
+func (n *node) released(r *wire.ReserveRelease) {
 	if cur, ok := n.reserved[r.URI]; ok && cur.addr == r.Addr && cur.instance == r.Instance {
 		delete(n.reserved, r.URI)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package wire
 
 import (
 	"encoding/json"
@@ -52,7 +52,7 @@ func BenchmarkFrameSerialize(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := serialize(&frame{Gen: 3, Frames: c.frames}); err != nil {
+				if _, err := serialize(&Frame{Gen: 3, Frames: c.frames}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -60,18 +60,24 @@ func BenchmarkFrameSerialize(b *testing.B) {
 	}
 }
 
+// received is m's bytes as another node's remote hands them over.
+func received(b *testing.B, m remote.RootSerializable) *wrapperspb.BytesValue {
+	b.Helper()
+	out, err := m.Serialize()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &wrapperspb.BytesValue{Value: out.(packed).Value}
+}
+
 // ... and read on the calling node by the proxy's inbox.
 func BenchmarkFrameDecode(b *testing.B) {
 	for _, c := range benchFrames(b) {
 		b.Run(c.name, func(b *testing.B) {
-			out, err := (&frame{Gen: 3, Frames: c.frames}).Serialize()
-			if err != nil {
-				b.Fatal(err)
-			}
-			in := &wrapperspb.BytesValue{Value: out.(packed).Value}
+			in := received(b, &Frame{Gen: 3, Frames: c.frames})
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, ok := Decode(in).(*frame); !ok {
+				if _, ok := Decode(in).(*Frame); !ok {
 					b.Fatal("not a frame")
 				}
 			}
@@ -79,11 +85,11 @@ func BenchmarkFrameDecode(b *testing.B) {
 	}
 }
 
-func benchDispatch() *remoteDispatch {
+func benchDispatch() *Dispatch {
 	who := auth.Carried("ann", "member", []string{auth.GrantTerminalInput})
-	return &remoteDispatch{URI: "ahp-terminal:/t", Action: json.RawMessage(`{"type":"terminal/input","data":"k"}`),
+	return &Dispatch{URI: "ahp-terminal:/t", Action: json.RawMessage(`{"type":"terminal/input","data":"k"}`),
 		Origin: messages.Origin{ClientID: "c", ClientSeq: 40}, By: "ann", Proxy: actor.NewPID("127.0.0.1:7000", "$12/in"), Key: 1,
-		Who: carryFor(who, auth.GrantTerminalInput)}
+		Who: CarryFor(who, auth.GrantTerminalInput)}
 }
 
 // A dispatch is written on the calling node for every keystroke to another node's
@@ -100,14 +106,10 @@ func BenchmarkDispatchSerialize(b *testing.B) {
 
 // ... and read by the owner's gateway.
 func BenchmarkDispatchDecode(b *testing.B) {
-	out, err := benchDispatch().Serialize()
-	if err != nil {
-		b.Fatal(err)
-	}
-	in := &wrapperspb.BytesValue{Value: out.(packed).Value}
+	in := received(b, benchDispatch())
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, ok := Decode(in).(*remoteDispatch); !ok {
+		if _, ok := Decode(in).(*Dispatch); !ok {
 			b.Fatal("not a dispatch")
 		}
 	}
