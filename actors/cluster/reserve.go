@@ -1,12 +1,12 @@
 package cluster
 
 import (
-	"hash/fnv"
 	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/actors/cluster/rendezvous"
 	"github.com/termhost/termhost/actors/cluster/wire"
 	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/messages"
@@ -17,8 +17,8 @@ import (
 // check (neither is listed anywhere yet) and both be made. So the node that is about
 // to make a client's session or terminal first reserves its URI at the URI's home
 // node: the node with the highest rendezvous hash of (its address, the URI) among
-// this node and the peers it knows, so every node that knows the same members picks
-// the same home. The home keeps who reserved each URI and refuses another node's
+// this node and the peers it knows (package rendezvous), so every node that knows
+// the same members picks the same home. The home keeps who reserved each URI and refuses another node's
 // reservation while the first one holds: while its node is alive and lists the URI,
 // or for reserveHold after the reservation while its create is under way (a
 // pseudoterminal is listed only once it has printed). The owner releases it when the
@@ -45,28 +45,20 @@ const (
 
 // home is the node that keeps uri's reservation: nil for this node.
 func (n *node) home(uri string) *peer {
-	best, bestScore := (*peer)(nil), rendezvous(n.m.addr, uri)
-	for _, p := range n.peers {
-		if s := rendezvous(p.addr, uri); s > bestScore || s == bestScore && p.addr > best.addrOr(n.m.addr) {
-			best, bestScore = p, s
+	nodes := func(yield func(string) bool) {
+		if !yield(n.m.addr) {
+			return
+		}
+		for addr := range n.peers {
+			if !yield(addr) {
+				return
+			}
 		}
 	}
-	return best
-}
-
-func (p *peer) addrOr(self string) string {
-	if p == nil {
-		return self
+	if addr := rendezvous.Home(uri, nodes); addr != n.m.addr {
+		return n.peers[addr]
 	}
-	return p.addr
-}
-
-func rendezvous(addr, uri string) uint64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(addr))
-	_, _ = h.Write([]byte{0})
-	_, _ = h.Write([]byte(uri))
-	return h.Sum64()
+	return nil
 }
 
 // reserveFor asks the root's URI's home for it and answers the root with a
