@@ -23,10 +23,11 @@
 //     another node meets no actor of this package on either node.
 //
 // Actor messages inside a node carry Go pointers and channels and never leave it.
-// Between nodes only the small set of messages in wire.go goes, each one encoded as
-// JSON (frames as their own bytes, a dispatch in a small binary layout) inside a
-// protobuf BytesValue, a well-known type protoactor-go's remote can carry without
-// generated code. The echo of a client's action waits on the owner for the output
+// Between nodes only the small set of messages of package wire goes: it owns them,
+// their encoding (JSON, but for frames as their own bytes and a dispatch in a small
+// binary layout, inside a protobuf BytesValue protoactor-go's remote carries without
+// generated code) and their decoding, and it imports nothing of this package. Every
+// actor here reads what it is sent through wire.Decode. The echo of a client's action waits on the owner for the output
 // it causes, up to a couple of milliseconds, and crosses with it in one message
 // (remoteSub), and output that comes while protoactor's endpoint writer is behind
 // joins the frame message it has not taken yet, so a flood crosses as few large
@@ -50,7 +51,7 @@
 // naming another node's session is released when that session is disposed there
 // (actors/root/cluster.go). A client's session or terminal URI is reserved at its home
 // node before it is made, so two creates of one URI on two nodes do not both succeed
-// (reserve.go).
+// (reserve.go); which node is a URI's home is package rendezvous's pure decision.
 //
 // Users and grants are the cluster's: a users actor on each node sends the others its
 // copy of the users file and merges theirs (users.go).

@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/cluster/wire"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/auth"
@@ -25,7 +26,7 @@ import (
 // one (open): a terminal's output that comes faster than the writer sends it crosses
 // as a few messages of many frames, not one message per chunk, and nothing waits for
 // it, since the writer takes the frames the moment it gets to the message (see
-// frame.take).
+// wire.Frame.Take).
 //
 // The echo of a client's action (a keystroke's terminal/input, a resize) waits up to
 // echoLinger for the next frame and goes with it in one message: the output a
@@ -51,7 +52,7 @@ type remoteSub struct {
 	linger *time.Timer
 	// open is the last frame message sent, while the endpoint writer has not taken
 	// it: later frames join it. openBytes is what it holds, opened when it was sent.
-	open      *frame
+	open      *wire.Frame
 	openBytes int
 	opened    time.Time
 	openFor   time.Duration
@@ -125,8 +126,20 @@ func (s *remoteSub) send(frames [][]byte) {
 		s.openBytes += n
 		return
 	}
-	s.open, s.openBytes, s.opened = &frame{Gen: s.gen, Frames: frames, sub: s}, n, time.Now()
+	s.open, s.openBytes, s.opened = wire.NewFrame(s.gen, frames, s), n, time.Now()
 	s.system.Root.Send(s.proxy, s.open)
+}
+
+// Taken ends m's gathering (wire.Gatherer): the endpoint writer took it, and what
+// is sent next goes in a message of its own.
+func (s *remoteSub) Taken(m *wire.Frame) [][]byte {
+	s.mu.Lock()
+	if s.open == m {
+		s.seal()
+	}
+	fs := m.Frames
+	s.mu.Unlock()
+	return fs
 }
 
 // seal ends the open message: what is sent next goes after it. Under mu.
@@ -148,7 +161,7 @@ func (s *remoteSub) flushLocked() {
 }
 
 // answer sends the subscribe's answer, then what was held, in order.
-func (s *remoteSub) answer(m *subscribed) {
+func (s *remoteSub) answer(m *wire.Subscribed) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -156,7 +169,7 @@ func (s *remoteSub) answer(m *subscribed) {
 	}
 	s.system.Root.Send(s.proxy, m)
 	if len(s.held) > 0 {
-		s.system.Root.Send(s.proxy, &frame{Gen: s.gen, Frames: s.held})
+		s.system.Root.Send(s.proxy, &wire.Frame{Gen: s.gen, Frames: s.held})
 	}
 	s.held, s.ready = nil, true
 }
@@ -191,7 +204,7 @@ type rejectSub struct {
 }
 
 func (s rejectSub) Deliver(_ string, f []byte) {
-	m := &rejected{Key: s.key, Frame: f}
+	m := &wire.Rejected{Key: s.key, Frame: f}
 	if s.via != nil {
 		s.via.afterEchoes(m)
 		return
@@ -199,7 +212,7 @@ func (s rejectSub) Deliver(_ string, f []byte) {
 	s.system.Root.Send(s.proxy, m)
 }
 
-func (n *node) gatewaySubscribe(ctx actor.Context, m *remoteSubscribe) {
+func (n *node) gatewaySubscribe(ctx actor.Context, m *wire.Subscribe) {
 	key := subKey(m.Proxy, m.Gen)
 	if n.subs[key] != nil {
 		return
@@ -227,22 +240,22 @@ func (n *node) gatewaySubscribed(m *gatewaySubscribed) {
 	switch {
 	case m.err != nil || !ok:
 		delete(n.subs, m.key)
-		s.answer(&subscribed{Gen: s.gen, Err: messages.Errorf(messages.CodeInternalError, "Internal error: no answer from %s on its node", s.uri)})
+		s.answer(&wire.Subscribed{Gen: s.gen, Err: messages.Errorf(messages.CodeInternalError, "Internal error: no answer from %s on its node", s.uri)})
 	case r.Err != nil:
 		delete(n.subs, m.key)
-		s.answer(&subscribed{Gen: s.gen, Err: r.Err})
+		s.answer(&wire.Subscribed{Gen: s.gen, Err: r.Err})
 	default:
 		state, err := json.Marshal(r.Snapshot.State)
 		if err != nil {
 			delete(n.subs, m.key)
-			s.answer(&subscribed{Gen: s.gen, Err: messages.Errorf(messages.CodeInternalError, "Internal error: %v", err)})
+			s.answer(&wire.Subscribed{Gen: s.gen, Err: messages.Errorf(messages.CodeInternalError, "Internal error: %v", err)})
 			return
 		}
 		if r.Terminal != nil {
 			n.m.gw.named(s.uri, r.Terminal)
 		}
 		n.m.gw.link(s)
-		s.answer(&subscribed{Gen: s.gen, State: state})
+		s.answer(&wire.Subscribed{Gen: s.gen, State: state})
 	}
 }
 
@@ -250,8 +263,8 @@ func (n *node) gatewaySubscribed(m *gatewaySubscribed) {
 // their clients' dispatches.
 const GatewayName = "termhost-gateway"
 
-// gateway is the owner side of a keystroke: it takes another node's remoteDispatch and
-// acts it out here, as the entry node admitted it. It is a process, not an actor:
+// gateway is the owner side of a keystroke: it takes another node's wire.Dispatch
+// and acts it out here, as the entry node admitted it. It is a process, not an actor:
 // protoactor's endpoint reader hands it each message on the reader's own goroutine,
 // so a keystroke reaches its terminal's mailbox with no actor in between (an actor's
 // mailbox is a hand-off to another goroutine, which is most of a hop's cost).
@@ -282,7 +295,7 @@ func newGateway(system *actor.ActorSystem, journal *delivery.Journal, root *acto
 func (g *gateway) SendUserMessage(_ *actor.PID, msg any) {
 	echotrace.Mark("gateway")
 	_, msg, _ = actor.UnwrapEnvelope(msg)
-	if m, ok := Decode(msg).(*remoteDispatch); ok {
+	if m, ok := wire.Decode(msg).(*wire.Dispatch); ok {
 		g.dispatch(m)
 	}
 }
@@ -337,12 +350,12 @@ func (g *gateway) forget(listed map[string]bool) {
 // dispatch acts out a remote client's dispatch here: accepted, its echo reaches every
 // subscriber (the proxies among them); refused, the refusal goes back to the one that
 // sent it.
-func (g *gateway) dispatch(m *remoteDispatch) {
+func (g *gateway) dispatch(m *wire.Dispatch) {
 	var a messages.Action
 	if err := json.Unmarshal(m.Action, &a); err != nil || a.Type == "" {
 		return // the entry node read it; this does not happen between termhost nodes
 	}
-	who := m.Who.principal()
+	who := m.Who.Auth()
 	sub := rejectSub{system: g.system, proxy: m.Proxy, key: m.Key}
 	if m.Proxy != nil {
 		g.mu.Lock()
@@ -374,19 +387,19 @@ func (g *gateway) route(uri string) *actor.PID {
 
 // gatewayDispose disposes a terminal here for a client of another node, checked again
 // with who the entry node said they are.
-func (n *node) gatewayDispose(ctx actor.Context, m *remoteDispose) {
-	if who := m.Who.principal(); !who.Can(auth.GrantTerminalDispose) {
-		ctx.Respond(&disposeResult{Err: messages.Errorf(messages.CodePermissionDenied, "%s", who.Refusal(auth.GrantTerminalDispose))})
+func (n *node) gatewayDispose(ctx actor.Context, m *wire.Dispose) {
+	if who := m.Who.Auth(); !who.Can(auth.GrantTerminalDispose) {
+		ctx.Respond(&wire.DisposeResult{Err: messages.Errorf(messages.CodePermissionDenied, "%s", who.Refusal(auth.GrantTerminalDispose))})
 		return
 	}
-	f := ctx.RequestFuture(n.root, &terminal.Dispose{URI: m.URI, By: m.Who.principal()}, channel.RequestTimeout)
-	ctx.ReenterAfter(f, func(any, error) { ctx.Respond(&disposeResult{}) })
+	f := ctx.RequestFuture(n.root, &terminal.Dispose{URI: m.URI, By: m.Who.Auth()}, channel.RequestTimeout)
+	ctx.ReenterAfter(f, func(any, error) { ctx.Respond(&wire.DisposeResult{}) })
 }
 
-func (n *node) gatewayCreate(ctx actor.Context, m *remoteCreate) {
-	who := m.Who.principal()
+func (n *node) gatewayCreate(ctx actor.Context, m *wire.Create) {
+	who := m.Who.Auth()
 	if !who.Can(auth.GrantTerminalCreate) {
-		ctx.Respond(&createResult{Err: messages.Errorf(messages.CodePermissionDenied, "%s", who.Refusal(auth.GrantTerminalCreate))})
+		ctx.Respond(&wire.CreateResult{Err: messages.Errorf(messages.CodePermissionDenied, "%s", who.Refusal(auth.GrantTerminalCreate))})
 		return
 	}
 	c := &terminal.Create{URI: m.URI, Claim: m.Claim, Name: m.Name, Cwd: m.Cwd, Cols: m.Cols, Rows: m.Rows, Spec: terminal.Spec(m.Spec), Node: n.m.opts.Name, By: who}
@@ -394,10 +407,10 @@ func (n *node) gatewayCreate(ctx actor.Context, m *remoteCreate) {
 	ctx.ReenterAfter(f, func(res any, err error) {
 		r, ok := res.(*terminal.CreateResult)
 		if err != nil || !ok {
-			ctx.Respond(&createResult{Err: messages.Errorf(messages.CodeInternalError, "Internal error: the terminal did not start in time")})
+			ctx.Respond(&wire.CreateResult{Err: messages.Errorf(messages.CodeInternalError, "Internal error: the terminal did not start in time")})
 			return
 		}
-		answer := &createResult{Err: r.Err, IsPty: r.IsPty, Detection: r.Detection}
+		answer := &wire.CreateResult{Err: r.Err, IsPty: r.IsPty, Detection: r.Detection}
 		if r.Err != nil {
 			ctx.Respond(answer)
 			return

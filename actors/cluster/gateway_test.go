@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/actors/cluster/wire"
 	"github.com/termhost/termhost/messages"
 )
 
@@ -32,15 +33,28 @@ func (r recorder) next(t *testing.T) any {
 // frames is the frames of the next message, which must be a frame message.
 func (r recorder) frames(t *testing.T) []string {
 	t.Helper()
-	m, ok := r.next(t).(*frame)
+	m, ok := r.next(t).(*wire.Frame)
 	if !ok {
 		t.Fatalf("the proxy was sent %T, want a frame", m)
 	}
 	var out []string
-	for _, f := range m.take() {
+	for _, f := range m.Take() {
 		out = append(out, string(f))
 	}
 	return out
+}
+
+// echoFrame is the echo of a client's keystroke (data) as the terminal delivers it.
+func echoFrame(uri string, seq uint64, data string) []byte {
+	return messages.EnvelopeFrame(&messages.Envelope{Channel: uri, ServerSeq: seq,
+		Action: messages.EncodeAction(&messages.Action{Type: messages.TerminalInput, Data: &data}),
+		Origin: &messages.Origin{ClientID: "c", ClientSeq: int64(seq)}})
+}
+
+// outputFrame is the terminal's output data as it delivers it.
+func outputFrame(uri string, seq uint64, data string) []byte {
+	return messages.EnvelopeFrame(&messages.Envelope{Channel: uri, ServerSeq: seq,
+		Action: messages.EncodeAction(&messages.Action{Type: messages.TerminalData, Data: &data})})
 }
 
 // What a remote subscription sends its proxy: the answer before anything the terminal
@@ -58,14 +72,11 @@ func TestRemoteSubOrderAndCoalescing(t *testing.T) {
 	seq := uint64(0)
 	echo := func(data string) string {
 		seq++
-		return string(messages.EnvelopeFrame(&messages.Envelope{Channel: uri, ServerSeq: seq,
-			Action: messages.EncodeAction(&messages.Action{Type: messages.TerminalInput, Data: &data}),
-			Origin: &messages.Origin{ClientID: "c", ClientSeq: int64(seq)}}))
+		return string(echoFrame(uri, seq, data))
 	}
 	output := func(data string) string {
 		seq++
-		return string(messages.EnvelopeFrame(&messages.Envelope{Channel: uri, ServerSeq: seq,
-			Action: messages.EncodeAction(&messages.Action{Type: messages.TerminalData, Data: &data})}))
+		return string(outputFrame(uri, seq, data))
 	}
 
 	// Before the answer: held, then sent after it, in order.
@@ -74,8 +85,8 @@ func TestRemoteSubOrderAndCoalescing(t *testing.T) {
 		s.Deliver(uri, []byte(f))
 	}
 	gw.link(s)
-	s.answer(&subscribed{Gen: 1})
-	if m, ok := rec.next(t).(*subscribed); !ok || m.Gen != 1 {
+	s.answer(&wire.Subscribed{Gen: 1})
+	if m, ok := rec.next(t).(*wire.Subscribed); !ok || m.Gen != 1 {
 		t.Fatalf("the proxy was first sent %T, want the subscribe's answer", m)
 	}
 	if got := rec.frames(t); strings.Join(got, "\n") != strings.Join(early, "\n") {
@@ -110,7 +121,7 @@ func TestRemoteSubOrderAndCoalescing(t *testing.T) {
 	if got := rec.frames(t); len(got) != 1 || got[0] != e {
 		t.Fatalf("before the refusal came %q, want the echo", got)
 	}
-	if m, ok := rec.next(t).(*rejected); !ok || m.Key != 7 {
+	if m, ok := rec.next(t).(*wire.Rejected); !ok || m.Key != 7 {
 		t.Fatalf("after the echo came %T, want the refusal", m)
 	}
 
@@ -142,21 +153,18 @@ func TestRemoteSubGathersUntilTaken(t *testing.T) {
 	s := newRemoteSub(system, newGateway(system, nil, nil), uri, proxy, 1)
 	// However slow this test runs, a message gathers until the test says otherwise.
 	s.openFor = time.Hour
-	s.answer(&subscribed{Gen: 1})
+	s.answer(&wire.Subscribed{Gen: 1})
 	rec.next(t)
 
-	output := func(data string) []byte {
-		return messages.EnvelopeFrame(&messages.Envelope{Channel: uri, ServerSeq: 1,
-			Action: messages.EncodeAction(&messages.Action{Type: messages.TerminalData, Data: &data})})
-	}
+	output := func(data string) []byte { return outputFrame(uri, 1, data) }
 	for _, d := range []string{"a", "b", "c"} {
 		s.Deliver(uri, output(d))
 	}
-	first, ok := rec.next(t).(*frame)
+	first, ok := rec.next(t).(*wire.Frame)
 	if !ok {
 		t.Fatal("the proxy was not sent a frame message")
 	}
-	if got := first.take(); len(got) != 3 {
+	if got := first.Take(); len(got) != 3 {
 		t.Fatalf("three chunks sent before the message was taken came in %d frames, want 3 in one message", len(got))
 	}
 	s.Deliver(uri, output("d"))
@@ -166,7 +174,7 @@ func TestRemoteSubGathersUntilTaken(t *testing.T) {
 
 	// A message nobody took for openFor (dropped unsent) gathers no more.
 	s.Deliver(uri, output("e"))
-	dropped, ok := rec.next(t).(*frame)
+	dropped, ok := rec.next(t).(*wire.Frame)
 	if !ok {
 		t.Fatal("the proxy was not sent a frame message")
 	}
@@ -177,7 +185,7 @@ func TestRemoteSubGathersUntilTaken(t *testing.T) {
 	if got := rec.frames(t); len(got) != 1 || !strings.Contains(got[0], `"f"`) {
 		t.Fatalf("output after a message stayed untaken came as %q, want a message of its own", got)
 	}
-	if got := dropped.take(); len(got) != 1 {
+	if got := dropped.Take(); len(got) != 1 {
 		t.Fatalf("the untaken message gathered %d frames, want 1", len(got))
 	}
 
@@ -188,11 +196,11 @@ func TestRemoteSubGathersUntilTaken(t *testing.T) {
 	}
 	var sizes []int
 	for range 2 {
-		m, ok := rec.next(t).(*frame)
+		m, ok := rec.next(t).(*wire.Frame)
 		if !ok {
 			t.Fatal("the proxy was not sent a frame message")
 		}
-		sizes = append(sizes, len(m.take()))
+		sizes = append(sizes, len(m.Take()))
 	}
 	if sizes[0] != 2 || sizes[1] != 1 {
 		t.Fatalf("three chunks of a third of the limit came as messages of %v frames, want [2 1]", sizes)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/labstack/echo"
 	"github.com/termhost/termhost/actors/cluster/nodeauth"
+	"github.com/termhost/termhost/actors/cluster/wire"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/termhost/termhost/actors/delivery"
@@ -313,11 +314,11 @@ func (m *Member) Ping(addr string, timeout time.Duration) (time.Duration, error)
 // bench's own pinger is not.
 func PingNode(system *actor.ActorSystem, addr string, timeout time.Duration) (time.Duration, error) {
 	start := time.Now()
-	res, err := system.Root.RequestFuture(actor.NewPID(addr, NodeName), &ping{}, timeout).Result()
+	res, err := system.Root.RequestFuture(actor.NewPID(addr, NodeName), &wire.Ping{}, timeout).Result()
 	if err != nil {
 		return 0, err
 	}
-	if _, ok := Decode(res).(*pong); !ok {
+	if _, ok := wire.Decode(res).(*wire.Pong); !ok {
 		return 0, fmt.Errorf("cluster: %s answered a ping with %T", addr, res)
 	}
 	return time.Since(start), nil

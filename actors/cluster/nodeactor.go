@@ -12,6 +12,7 @@ import (
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/cluster/wire"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/actors/session"
@@ -26,7 +27,7 @@ type peer struct {
 	rows                 []messages.TerminalInfo
 	chats                []string
 	sessions             []map[string]any
-	load                 Load
+	load                 wire.Load
 	// placed counts the terminals this node placed there since its last rows, so a
 	// burst of creates spreads instead of all going to the node that looked least
 	// loaded at its start.
@@ -67,7 +68,7 @@ type node struct {
 	// sessions are this node's sessions' summaries; sessionAt their URIs.
 	sessions  []map[string]any
 	sessionAt map[string]bool
-	load      Load
+	load      wire.Load
 	loadTimer *time.Timer
 	// The rows go to the peers at most once per rowsWindow: rowsSent is when they
 	// last went, rowsTimer is set while a send waits for the window's end.
@@ -108,7 +109,7 @@ func newNode(m *Member, journal *delivery.Journal, rootPID *actor.PID) *node {
 }
 
 func (n *node) Receive(ctx actor.Context) {
-	switch msg := Decode(ctx.Message()).(type) {
+	switch msg := wire.Decode(ctx.Message()).(type) {
 	case *actor.Started:
 		n.started(ctx)
 	case *actor.Stopping, *actor.Restarting:
@@ -137,7 +138,7 @@ func (n *node) Receive(ctx actor.Context) {
 	case *startDrain:
 		n.load.Draining = true
 		for _, p := range n.peers {
-			ctx.Send(p.pid, &loadReport{Addr: n.m.addr, Instance: n.m.instance, Load: n.load})
+			ctx.Send(p.pid, &wire.LoadReport{Addr: n.m.addr, Instance: n.m.instance, Load: n.load})
 		}
 	case *unanswered:
 		// A member the provider lists that has not answered is greeted again, for as
@@ -151,15 +152,15 @@ func (n *node) Receive(ctx actor.Context) {
 			}
 			n.greet(ctx, msg.addr, false)
 		}
-	case *hello:
+	case *wire.Hello:
 		n.hello(ctx, msg)
-	case *rows:
+	case *wire.Rows:
 		if p := n.known(ctx, msg.Addr, msg.Instance); p != nil {
 			p.heard = time.Now()
 			p.rows, p.chats, p.sessions, p.load, p.placed = msg.Rows, msg.Chats, msg.Sessions, msg.Load, 0
 			n.publish(ctx, p)
 		}
-	case *loadReport:
+	case *wire.LoadReport:
 		if p := n.known(ctx, msg.Addr, msg.Instance); p != nil {
 			p.load, p.heard = msg.Load, time.Now()
 		}
@@ -197,45 +198,45 @@ func (n *node) Receive(ctx actor.Context) {
 	case *session.Dispose, *session.CreateChat, *session.DisposeChat, *session.StopBackgroundWork, *session.FetchTurns:
 		n.toOwner(ctx, msg)
 	case *session.ClientLeft:
-		n.tellPresence(ctx, &presence{ClientID: msg.ClientID, Left: true})
+		n.tellPresence(ctx, &wire.Presence{ClientID: msg.ClientID, Left: true})
 	case *session.ClientBack:
-		n.tellPresence(ctx, &presence{ClientID: msg.ClientID})
-	case *presence:
+		n.tellPresence(ctx, &wire.Presence{ClientID: msg.ClientID})
+	case *wire.Presence:
 		n.heardPresence(ctx, msg)
 	case *root.Reserve:
 		n.reserveFor(ctx, msg)
 	case *root.Release:
 		n.release(ctx, msg)
-	case *reserve:
-		ctx.Respond(&reserveAnswer{Taken: n.decideReserve(msg)})
-	case *reserveRelease:
+	case *wire.Reserve:
+		ctx.Respond(&wire.ReserveAnswer{Taken: n.decideReserve(msg)})
+	case *wire.ReserveRelease:
 		n.released(msg)
 
 	// Owner side: another node's proxy acting here.
-	case *remoteSubscribe:
+	case *wire.Subscribe:
 		n.gatewaySubscribe(ctx, msg)
 	case *gatewaySubscribed:
 		n.gatewaySubscribed(msg)
-	case *remoteShowTurns:
+	case *wire.ShowTurns:
 		n.gatewayShowTurns(ctx, msg)
-	case *remoteUnsubscribe:
+	case *wire.Unsubscribe:
 		key := subKey(msg.Proxy, msg.Gen)
 		if s := n.subs[key]; s != nil {
 			delete(n.subs, key)
 			s.close()
 			ctx.Send(n.root, &channel.Unsubscribe{Channel: msg.URI, Sub: s})
 		}
-	case *remoteDispatch:
+	case *wire.Dispatch:
 		// From a node that sent it here rather than to the gateway.
 		n.m.gw.dispatch(msg)
-	case *remoteCreate:
+	case *wire.Create:
 		n.gatewayCreate(ctx, msg)
-	case *remoteDispose:
+	case *wire.Dispose:
 		n.gatewayDispose(ctx, msg)
-	case *sessionRequest:
+	case *wire.SessionRequest:
 		n.gatewaySession(ctx, msg)
-	case *ping:
-		ctx.Respond(&pong{})
+	case *wire.Ping:
+		ctx.Respond(&wire.Pong{})
 	case *actor.Terminated:
 		for uri, pid := range n.proxies {
 			if pid.Id == msg.Who.Id {
@@ -275,7 +276,7 @@ func (n *node) topology(ctx actor.Context, members []*pcluster.Member) {
 
 func (n *node) greet(ctx actor.Context, addr string, reply bool) {
 	n.m.opts.Logger.Debug("greeting a node", "addr", addr, "reply", reply)
-	ctx.Send(actor.NewPID(addr, NodeName), &hello{Addr: n.m.addr, Instance: n.m.instance, Name: n.m.opts.Name, Rows: n.local, Chats: n.chats, Sessions: n.sessions, Load: n.load, Reply: reply})
+	ctx.Send(actor.NewPID(addr, NodeName), &wire.Hello{Addr: n.m.addr, Instance: n.m.instance, Name: n.m.opts.Name, Rows: n.local, Chats: n.chats, Sessions: n.sessions, Load: n.load, Reply: reply})
 	if !reply {
 		self, system := ctx.Self(), ctx.ActorSystem()
 		time.AfterFunc(greetDeadline, func() { system.Root.Send(self, &unanswered{addr: addr}) })
@@ -294,7 +295,7 @@ const silentPeerLoads = 3
 func (n *node) tick(ctx actor.Context) {
 	n.load.Average = loadAverage()
 	for _, p := range n.peers {
-		ctx.Send(p.pid, &loadReport{Addr: n.m.addr, Instance: n.m.instance, Load: n.load})
+		ctx.Send(p.pid, &wire.LoadReport{Addr: n.m.addr, Instance: n.m.instance, Load: n.load})
 	}
 	// A peer the provider lists is lost when the provider stops listing it. One it
 	// does not list (a node known by its hello alone: one outside this node's seeds,
@@ -312,7 +313,7 @@ func (n *node) tick(ctx actor.Context) {
 
 // hello takes a node in. Its calls reached this one through the cluster's secret, so
 // it is one of ours; a new instance at a known address means the old one died.
-func (n *node) hello(ctx actor.Context, h *hello) {
+func (n *node) hello(ctx actor.Context, h *wire.Hello) {
 	n.m.opts.Logger.Debug("a hello came", "from", h.Addr, "name", h.Name, "reply", h.Reply)
 	delete(n.warned, h.Addr)
 	p := n.peers[h.Addr]
@@ -441,9 +442,9 @@ func (n *node) dispose(ctx actor.Context, m *terminal.Dispose) {
 		ctx.Respond(&terminal.DisposeResult{})
 		return
 	}
-	f := ctx.RequestFuture(p.pid, &remoteDispose{URI: m.URI, Who: carry(m.By)}, channel.RequestTimeout)
+	f := ctx.RequestFuture(p.pid, &wire.Dispose{URI: m.URI, Who: wire.Carry(m.By)}, channel.RequestTimeout)
 	ctx.ReenterAfter(f, func(res any, _ error) {
-		if r, ok := Decode(res).(*disposeResult); ok && r.Err != nil {
+		if r, ok := wire.Decode(res).(*wire.DisposeResult); ok && r.Err != nil {
 			n.m.opts.Logger.Warn("a node refused a dispose", "uri", m.URI, "node", p.name, "err", r.Err.Message)
 		}
 		ctx.Respond(&terminal.DisposeResult{})
@@ -466,7 +467,7 @@ func (n *node) place(ctx actor.Context, m *terminal.Create) {
 		return
 	}
 	target.placed++
-	n.askAfterRows(ctx, target, &remoteCreate{URI: m.URI, Claim: m.Claim, Name: m.Name, Cwd: m.Cwd, Cols: m.Cols, Rows: m.Rows, Spec: wireSpec(m.Spec), Who: carry(m.By)})
+	n.askAfterRows(ctx, target, &wire.Create{URI: m.URI, Claim: m.Claim, Name: m.Name, Cwd: m.Cwd, Cols: m.Cols, Rows: m.Rows, Spec: wire.Spec(m.Spec), Who: wire.Carry(m.By)})
 }
 
 // askAfterRows sends a create (or a session request) to the node p and answers the
@@ -479,7 +480,7 @@ func (n *node) askAfterRows(ctx actor.Context, p *peer, req any) {
 	// client would hear of its terminal before this node knew where it is, and its
 	// subscribe would find nothing. A message of its own goes after them.
 	self, system, sender, name := ctx.Self(), ctx.ActorSystem(), ctx.Sender(), p.name
-	_, isSession := req.(*sessionRequest)
+	_, isSession := req.(*wire.SessionRequest)
 	go func() {
 		res, err := f.Result()
 		system.Root.Send(self, &placed{sender: sender, node: name, session: isSession, res: res, err: err})
@@ -505,7 +506,7 @@ func (n *node) pick(name string) (*peer, *messages.Error) {
 	default:
 		best := n.load
 		for _, p := range n.peers {
-			l := Load{Terminals: p.load.Terminals + p.placed, Average: p.load.Average}
+			l := wire.Load{Terminals: p.load.Terminals + p.placed, Average: p.load.Average}
 			if p.load.Draining {
 				continue
 			}
@@ -528,14 +529,14 @@ type placed struct {
 }
 
 func (n *node) placedAnswer(ctx actor.Context, m *placed) {
-	var res any = Decode(m.res)
+	var res any = wire.Decode(m.res)
 	if m.err != nil {
 		res = nil
 	}
 	switch r := res.(type) {
-	case *createResult:
+	case *wire.CreateResult:
 		ctx.Send(m.sender, &terminal.CreateResult{Err: r.Err, IsPty: r.IsPty, Detection: r.Detection})
-	case *sessionResult:
+	case *wire.SessionResult:
 		ctx.Send(m.sender, &session.Result{Err: r.Err, Chat: r.Chat})
 	default:
 		err := messages.Errorf(messages.CodeInternalError, "Internal error: node %s did not answer in time", m.node)
@@ -583,8 +584,8 @@ const rowsWindow = 10 * time.Millisecond
 // sendRows tells every peer this node's rows, unless the window says wait; the
 // creates waiting for their row are answered after it went.
 // rowsNow is this node's rows message as it lists them now.
-func (n *node) rowsNow() *rows {
-	return &rows{Addr: n.m.addr, Instance: n.m.instance, Rows: n.local, Chats: n.chats, Sessions: n.sessions, Load: n.load}
+func (n *node) rowsNow() *wire.Rows {
+	return &wire.Rows{Addr: n.m.addr, Instance: n.m.instance, Rows: n.local, Chats: n.chats, Sessions: n.sessions, Load: n.load}
 }
 
 func (n *node) sendRows(ctx actor.Context) {

@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/cluster/wire"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/internal/echotrace"
@@ -63,7 +64,7 @@ type proxy struct {
 	waiting []waiter
 	// viewing are subscribes of a chat that wait for the owner to bring in the
 	// older turns their views ask for (see sessions.go); showing says a
-	// remoteShowTurns (number round) is on its way, asking for asked turns (nil:
+	// wire.ShowTurns (number round) is on its way, asking for asked turns (nil:
 	// all). asked is also what the subscription itself asked for, while it is made.
 	viewing []waiter
 	showing bool
@@ -82,7 +83,7 @@ type proxy struct {
 	// could reach the terminal before the subscription does, and their echo would be
 	// missing after the snapshot.
 	holding bool
-	held    []*remoteDispatch
+	held    []*wire.Dispatch
 }
 
 type phase int
@@ -122,7 +123,7 @@ func newProxyProps(uri string, kind channelKind, owner *actor.PID, journal *deli
 }
 
 func (p *proxy) Receive(ctx actor.Context) {
-	switch m := Decode(ctx.Message()).(type) {
+	switch m := wire.Decode(ctx.Message()).(type) {
 	case *actor.Started:
 		p.system, p.self = ctx.ActorSystem(), ctx.Self()
 		p.inbox, _ = p.system.ProcessRegistry.Add(proxyInbox{p}, p.self.Id+"/in")
@@ -133,7 +134,7 @@ func (p *proxy) Receive(ctx actor.Context) {
 	case *channel.Dispatch:
 		// Sent through the root and the node actor (before a subscribe named the outlet).
 		p.dispatch(m)
-	case *subscribed, *frame, *rejected, *turnsShown:
+	case *wire.Subscribed, *wire.Frame, *wire.Rejected, *wire.TurnsShown:
 		p.fromOwner(m)
 	case *showLapsed:
 		p.mu.Lock()
@@ -169,14 +170,14 @@ func (p *proxy) Receive(ctx actor.Context) {
 			// The subscribe or its answer was lost on the way (a node's remote drops
 			// what it sends while its link to a restarted node is made again): the
 			// subscribers hear so, and the next subscribe asks again.
-			p.system.Root.Send(p.owner, &remoteUnsubscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen})
-			p.subscribed(&subscribed{Gen: p.gen, Err: messages.Errorf(messages.CodeInternalError, "Internal error: the node of %s did not answer in time", p.uri)})
+			p.system.Root.Send(p.owner, &wire.Unsubscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen})
+			p.subscribed(&wire.Subscribed{Gen: p.gen, Err: messages.Errorf(messages.CodeInternalError, "Internal error: the node of %s did not answer in time", p.uri)})
 		}
 	case *actor.Stopping:
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.phase != idle {
-			p.system.Root.Send(p.owner, &remoteUnsubscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen})
+			p.system.Root.Send(p.owner, &wire.Unsubscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen})
 		}
 	}
 }
@@ -184,22 +185,22 @@ func (p *proxy) Receive(ctx actor.Context) {
 // fromOwner is what the owner sends the inbox.
 func (p *proxy) fromOwner(msg any) {
 	switch m := msg.(type) {
-	case *subscribed:
+	case *wire.Subscribed:
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if m.Gen == p.gen && p.phase == subscribing {
 			p.subscribed(m)
 		}
-	case *frame:
+	case *wire.Frame:
 		echotrace.Mark("inbox decoded")
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if m.Gen == p.gen && p.phase == live {
-			p.frames(m.take())
+			p.frames(m.Take())
 		}
-	case *rejected:
+	case *wire.Rejected:
 		p.rejected(m)
-	case *turnsShown:
+	case *wire.TurnsShown:
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.shown(m.Gen, m.Round)
@@ -212,7 +213,7 @@ type proxyInbox struct{ p *proxy }
 func (i proxyInbox) SendUserMessage(_ *actor.PID, msg any) {
 	echotrace.Mark("inbox")
 	_, msg, _ = actor.UnwrapEnvelope(msg)
-	i.p.fromOwner(Decode(msg))
+	i.p.fromOwner(wire.Decode(msg))
 }
 func (proxyInbox) SendSystemMessage(*actor.PID, any) {}
 func (proxyInbox) Stop(*actor.PID)                   {}
@@ -244,8 +245,8 @@ func (p *proxy) dispatch(m *channel.Dispatch) {
 		k = p.nextKey
 		p.keys[m.Sub], p.byKey[k] = k, m.Sub
 	}
-	rd := &remoteDispatch{URI: p.uri, Action: m.Raw, Origin: m.Origin, By: m.By, Proxy: p.inbox, Key: k,
-		Who: carryFor(m.Principal, auth.ActionGrant(m.Action.Type))}
+	rd := &wire.Dispatch{URI: p.uri, Action: m.Raw, Origin: m.Origin, By: m.By, Proxy: p.inbox, Key: k,
+		Who: wire.CarryFor(m.Principal, auth.ActionGrant(m.Action.Type))}
 	if p.holding {
 		p.held = append(p.held, rd)
 		return
@@ -290,7 +291,7 @@ func (p *proxy) subscribe(ctx actor.Context, m *channel.Subscribe) {
 		p.phase = subscribing
 		p.asked = m.Turns
 		p.hold(true, false)
-		p.system.Root.Send(p.owner, &remoteSubscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen, Turns: m.Turns})
+		p.system.Root.Send(p.owner, &wire.Subscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen, Turns: m.Turns})
 		self, system, gen := p.self, p.system, p.gen
 		time.AfterFunc(subscribeDeadline, func() { system.Root.Send(self, &subscribeLapsed{gen: gen}) })
 	}
@@ -305,7 +306,7 @@ func (p *proxy) snapshot() *channel.SubscribeResult {
 	return &channel.SubscribeResult{Snapshot: &messages.Snapshot{Resource: p.uri, State: p.state.Clone(), FromSeq: p.journal.Current()}, Terminal: p.outlet}
 }
 
-func (p *proxy) subscribed(m *subscribed) {
+func (p *proxy) subscribed(m *wire.Subscribed) {
 	waiting := p.waiting
 	p.waiting = nil
 	var state messages.TerminalState
@@ -342,7 +343,7 @@ func (p *proxy) subscribed(m *subscribed) {
 
 // release ends the subscription on the owner once nobody here reads the terminal.
 func (p *proxy) release() {
-	p.system.Root.Send(p.owner, &remoteUnsubscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen})
+	p.system.Root.Send(p.owner, &wire.Unsubscribe{URI: p.uri, Proxy: p.inbox, Gen: p.gen})
 	p.phase = idle
 	p.showing, p.viewing = false, nil
 	p.state, p.unfolded = messages.TerminalState{}, nil
@@ -447,7 +448,7 @@ func (p *proxy) fold() {
 	p.sb.Apply(&p.state, &messages.Action{Type: messages.TerminalData, Data: &data})
 }
 
-func (p *proxy) rejected(m *rejected) {
+func (p *proxy) rejected(m *wire.Rejected) {
 	p.dmu.Lock()
 	defer p.dmu.Unlock()
 	sub := p.byKey[m.Key]

@@ -1,13 +1,13 @@
 package cluster
 
 import (
-	"hash/fnv"
 	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/remote"
 
+	"github.com/termhost/termhost/actors/cluster/rendezvous"
+	"github.com/termhost/termhost/actors/cluster/wire"
 	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/messages"
 )
@@ -17,8 +17,8 @@ import (
 // check (neither is listed anywhere yet) and both be made. So the node that is about
 // to make a client's session or terminal first reserves its URI at the URI's home
 // node: the node with the highest rendezvous hash of (its address, the URI) among
-// this node and the peers it knows, so every node that knows the same members picks
-// the same home. The home keeps who reserved each URI and refuses another node's
+// this node and the peers it knows (package rendezvous), so every node that knows
+// the same members picks the same home. The home keeps who reserved each URI and refuses another node's
 // reservation while the first one holds: while its node is alive and lists the URI,
 // or for reserveHold after the reservation while its create is under way (a
 // pseudoterminal is listed only once it has printed). The owner releases it when the
@@ -29,26 +29,6 @@ import (
 // A home that does not answer within reserveDeadline (its node just died) does not
 // stop the create: it is made as before reservations were. Nodes that do not yet
 // agree on the members (one is joining) may pick different homes for a moment.
-
-// reserve asks the home node for URI on behalf of the node at Addr (its Instance);
-// the answer is a *reserveAnswer.
-type reserve struct {
-	URI      string `json:"uri"`
-	Addr     string `json:"addr"`
-	Instance string `json:"instance"`
-}
-
-// reserveAnswer says whether another node holds the URI.
-type reserveAnswer struct {
-	Taken bool `json:"taken,omitempty"`
-}
-
-// reserveRelease gives a URI's reservation back: its channel is gone.
-type reserveRelease struct {
-	URI      string `json:"uri"`
-	Addr     string `json:"addr"`
-	Instance string `json:"instance"`
-}
 
 // reservation is, on the home node, who reserved a URI and when.
 type reservation struct {
@@ -63,42 +43,28 @@ const (
 	reserveHold = 30 * time.Second
 )
 
-func (m *reserve) Serialize() (remote.RootSerialized, error)       { return pack(kindReserve, m) }
-func (m *reserveAnswer) Serialize() (remote.RootSerialized, error) { return pack(kindReserveAnswer, m) }
-func (m *reserveRelease) Serialize() (remote.RootSerialized, error) {
-	return pack(kindReserveRelease, m)
-}
-
 // home is the node that keeps uri's reservation: nil for this node.
 func (n *node) home(uri string) *peer {
-	best, bestScore := (*peer)(nil), rendezvous(n.m.addr, uri)
-	for _, p := range n.peers {
-		if s := rendezvous(p.addr, uri); s > bestScore || s == bestScore && p.addr > best.addrOr(n.m.addr) {
-			best, bestScore = p, s
+	nodes := func(yield func(string) bool) {
+		if !yield(n.m.addr) {
+			return
+		}
+		for addr := range n.peers {
+			if !yield(addr) {
+				return
+			}
 		}
 	}
-	return best
-}
-
-func (p *peer) addrOr(self string) string {
-	if p == nil {
-		return self
+	if addr := rendezvous.Home(uri, nodes); addr != n.m.addr {
+		return n.peers[addr]
 	}
-	return p.addr
-}
-
-func rendezvous(addr, uri string) uint64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(addr))
-	_, _ = h.Write([]byte{0})
-	_, _ = h.Write([]byte(uri))
-	return h.Sum64()
+	return nil
 }
 
 // reserveFor asks the root's URI's home for it and answers the root with a
 // *root.Reserved.
 func (n *node) reserveFor(ctx actor.Context, m *root.Reserve) {
-	r := &reserve{URI: m.URI, Addr: n.m.addr, Instance: n.m.instance}
+	r := &wire.Reserve{URI: m.URI, Addr: n.m.addr, Instance: n.m.instance}
 	home := n.home(m.URI)
 	if home == nil {
 		ctx.Respond(&root.Reserved{Taken: n.decideReserve(r)})
@@ -106,17 +72,17 @@ func (n *node) reserveFor(ctx actor.Context, m *root.Reserve) {
 	}
 	f := ctx.RequestFuture(home.pid, r, reserveDeadline)
 	ctx.ReenterAfter(f, func(res any, err error) {
-		a, ok := Decode(res).(*reserveAnswer)
+		a, ok := wire.Decode(res).(*wire.ReserveAnswer)
 		if err != nil || !ok {
 			n.m.opts.Logger.Warn("a URI's home node did not answer its reservation; the create goes ahead", "uri", m.URI, "home", home.name)
-			a = &reserveAnswer{}
+			a = &wire.ReserveAnswer{}
 		}
 		ctx.Respond(&root.Reserved{Taken: a.Taken})
 	})
 }
 
 // decideReserve is the home's verdict on r: true when another node holds the URI.
-func (n *node) decideReserve(r *reserve) bool {
+func (n *node) decideReserve(r *wire.Reserve) bool {
 	if cur, ok := n.reserved[r.URI]; ok && (cur.addr != r.Addr || cur.instance != r.Instance) && n.holds(cur, r.URI) {
 		return true
 	}
@@ -148,7 +114,7 @@ func (n *node) holds(r reservation, uri string) bool {
 // release gives back a reservation of this node's (the root's word that the channel
 // is gone), at its home.
 func (n *node) release(ctx actor.Context, m *root.Release) {
-	r := &reserveRelease{URI: m.URI, Addr: n.m.addr, Instance: n.m.instance}
+	r := &wire.ReserveRelease{URI: m.URI, Addr: n.m.addr, Instance: n.m.instance}
 	if home := n.home(m.URI); home != nil {
 		ctx.Send(home.pid, r)
 		return
@@ -156,7 +122,7 @@ func (n *node) release(ctx actor.Context, m *root.Release) {
 	n.released(r)
 }
 
-func (n *node) released(r *reserveRelease) {
+func (n *node) released(r *wire.ReserveRelease) {
 	if cur, ok := n.reserved[r.URI]; ok && cur.addr == r.Addr && cur.instance == r.Instance {
 		delete(n.reserved, r.URI)
 	}

@@ -1,16 +1,15 @@
 package cluster
 
 import (
-	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/remote"
 
 	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/cluster/wire"
 	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/actors/session"
 	"github.com/termhost/termhost/auth"
@@ -28,103 +27,17 @@ import (
 // answered with a snapshot and then every action stamped by this node's journal, and
 // dispatches carried to the owner's gateway with the one grant they need. Requests
 // (create, dispose, a chat made or disposed, a background work stopped) go to the
-// owner's node actor as a sessionRequest, checked again there with who asked.
-
-// sessionRequest is a session request of a client of another node, for the node that
-// holds (or is to hold) the session. Op says which; URI is the session (create,
-// dispose, createChat) or the chat (disposeChat, stopBackgroundWork). The answer is a
-// *sessionResult.
-type sessionRequest struct {
-	Op                 string    `json:"op"`
-	URI                string    `json:"uri"`
-	Chat               string    `json:"chat,omitempty"`
-	ID                 string    `json:"id,omitempty"`
-	Cursor             string    `json:"cursor,omitempty"`
-	WorkingDirectories []string  `json:"workingDirectories,omitempty"`
-	Agent              string    `json:"agent,omitempty"`
-	By                 string    `json:"by,omitempty"`
-	Who                principal `json:"who"`
-}
-
-// The requests' ops.
-const (
-	opCreate      = "create"
-	opDispose     = "dispose"
-	opCreateChat  = "createChat"
-	opDisposeChat = "disposeChat"
-	opStopWork    = "stopBackgroundWork"
-	opFetchTurns  = "fetchTurns"
-)
-
-// sessionResult answers sessionRequest, as session.Result does.
-type sessionResult struct {
-	Err  *messages.Error `json:"err,omitempty"`
-	Chat string          `json:"chat,omitempty"`
-}
-
-// presence is a client's last connection to a node gone (Left), or one back: every
-// node's sessions hear of it, since the client may be active in any of them.
-type presence struct {
-	ClientID string `json:"clientId"`
-	Left     bool   `json:"left,omitempty"`
-}
-
-// Kinds of the sessions' messages, apart from wire.go's so either list grows alone.
-const (
-	kindSessionRequest byte = 96 + iota
-	kindSessionResult
-	kindPresence
-	kindReserve
-	kindReserveAnswer
-	kindReserveRelease
-	kindShowTurns
-	kindTurnsShown
-)
-
-// sessionMessage is an empty message of a sessions kind, or nil for another kind.
-func sessionMessage(kind byte) any {
-	switch kind {
-	case kindSessionRequest:
-		return &sessionRequest{}
-	case kindSessionResult:
-		return &sessionResult{}
-	case kindPresence:
-		return &presence{}
-	case kindReserve:
-		return &reserve{}
-	case kindReserveAnswer:
-		return &reserveAnswer{}
-	case kindReserveRelease:
-		return &reserveRelease{}
-	case kindShowTurns:
-		return &remoteShowTurns{}
-	case kindTurnsShown:
-		return &turnsShown{}
-	}
-	return nil
-}
-
-func (m *sessionRequest) Serialize() (remote.RootSerialized, error) {
-	return pack(kindSessionRequest, m)
-}
-func (m *sessionResult) Serialize() (remote.RootSerialized, error) {
-	return pack(kindSessionResult, m)
-}
-func (m *presence) Serialize() (remote.RootSerialized, error) { return pack(kindPresence, m) }
-func (m *remoteShowTurns) Serialize() (remote.RootSerialized, error) {
-	return pack(kindShowTurns, m)
-}
-func (m *turnsShown) Serialize() (remote.RootSerialized, error) { return pack(kindTurnsShown, m) }
+// owner's node actor as a wire.SessionRequest, checked again there with who asked.
 
 // tellPresence tells every other node of a client of this one coming or going.
-func (n *node) tellPresence(ctx actor.Context, p *presence) {
+func (n *node) tellPresence(ctx actor.Context, p *wire.Presence) {
 	for _, peer := range n.peers {
 		ctx.Send(peer.pid, p)
 	}
 }
 
 // heardPresence hands another node's client's coming or going to this node's sessions.
-func (n *node) heardPresence(ctx actor.Context, p *presence) {
+func (n *node) heardPresence(ctx actor.Context, p *wire.Presence) {
 	var msg any = &session.ClientBack{ClientID: p.ClientID}
 	if p.Left {
 		msg = &session.ClientLeft{ClientID: p.ClientID}
@@ -133,20 +46,20 @@ func (n *node) heardPresence(ctx actor.Context, p *presence) {
 }
 
 // requestOf is the wire form of a session request the root handed this node actor.
-func requestOf(msg any) (*sessionRequest, bool) {
+func requestOf(msg any) (*wire.SessionRequest, bool) {
 	switch m := msg.(type) {
 	case *session.Create:
-		return &sessionRequest{Op: opCreate, URI: m.URI, WorkingDirectories: m.WorkingDirectories, Agent: m.Agent, By: m.By, Who: carry(m.Who)}, true
+		return &wire.SessionRequest{Op: wire.OpCreate, URI: m.URI, WorkingDirectories: m.WorkingDirectories, Agent: m.Agent, By: m.By, Who: wire.Carry(m.Who)}, true
 	case *session.Dispose:
-		return &sessionRequest{Op: opDispose, URI: m.URI, Who: carry(m.Who)}, true
+		return &wire.SessionRequest{Op: wire.OpDispose, URI: m.URI, Who: wire.Carry(m.Who)}, true
 	case *session.CreateChat:
-		return &sessionRequest{Op: opCreateChat, URI: m.Session, Chat: m.Chat, Who: carry(m.Who)}, true
+		return &wire.SessionRequest{Op: wire.OpCreateChat, URI: m.Session, Chat: m.Chat, Who: wire.Carry(m.Who)}, true
 	case *session.DisposeChat:
-		return &sessionRequest{Op: opDisposeChat, URI: m.Chat, Who: carry(m.Who)}, true
+		return &wire.SessionRequest{Op: wire.OpDisposeChat, URI: m.Chat, Who: wire.Carry(m.Who)}, true
 	case *session.StopBackgroundWork:
-		return &sessionRequest{Op: opStopWork, URI: m.Chat, ID: m.ID, Who: carry(m.Who)}, true
+		return &wire.SessionRequest{Op: wire.OpStopWork, URI: m.Chat, ID: m.ID, Who: wire.Carry(m.Who)}, true
 	case *session.FetchTurns:
-		return &sessionRequest{Op: opFetchTurns, URI: m.Chat, Cursor: m.Cursor, Who: carry(m.Who)}, true
+		return &wire.SessionRequest{Op: wire.OpFetchTurns, URI: m.Chat, Cursor: m.Cursor, Who: wire.Carry(m.Who)}, true
 	}
 	return nil, false
 }
@@ -185,51 +98,51 @@ func (n *node) toOwner(ctx actor.Context, msg any) {
 
 // gatewaySession acts out here a session request of another node's client, checked
 // again with who the entry node said they are.
-func (n *node) gatewaySession(ctx actor.Context, m *sessionRequest) {
-	who := m.Who.principal()
+func (n *node) gatewaySession(ctx actor.Context, m *wire.SessionRequest) {
+	who := m.Who.Auth()
 	grant := auth.GrantChatSend
 	switch m.Op {
-	case opStopWork:
+	case wire.OpStopWork:
 		grant = auth.GrantTerminalInput
-	case opFetchTurns:
+	case wire.OpFetchTurns:
 		grant = auth.ReadGrant(m.URI)
 	}
 	if !who.Can(grant) {
-		ctx.Respond(&sessionResult{Err: messages.Errorf(messages.CodePermissionDenied, "%s", who.Refusal(grant))})
+		ctx.Respond(&wire.SessionResult{Err: messages.Errorf(messages.CodePermissionDenied, "%s", who.Refusal(grant))})
 		return
 	}
 	var local any
 	switch m.Op {
-	case opCreate:
+	case wire.OpCreate:
 		local = &session.Create{URI: m.URI, WorkingDirectories: m.WorkingDirectories, Agent: m.Agent, By: m.By, Node: n.m.opts.Name, Who: who}
-	case opDispose:
+	case wire.OpDispose:
 		local = &session.Dispose{URI: m.URI, Who: who}
-	case opCreateChat:
+	case wire.OpCreateChat:
 		local = &session.CreateChat{Session: m.URI, Chat: m.Chat, Who: who}
-	case opDisposeChat:
+	case wire.OpDisposeChat:
 		local = &session.DisposeChat{Chat: m.URI, Who: who}
-	case opStopWork:
+	case wire.OpStopWork:
 		local = &session.StopBackgroundWork{Chat: m.URI, ID: m.ID, Who: who}
-	case opFetchTurns:
+	case wire.OpFetchTurns:
 		local = &session.FetchTurns{Chat: m.URI, Cursor: m.Cursor, Who: who}
 	default:
-		ctx.Respond(&sessionResult{Err: messages.Errorf(messages.CodeInvalidParams, "Invalid params: no session request %q", m.Op)})
+		ctx.Respond(&wire.SessionResult{Err: messages.Errorf(messages.CodeInvalidParams, "Invalid params: no session request %q", m.Op)})
 		return
 	}
 	f := ctx.RequestFuture(n.root, local, channel.RequestTimeout)
 	ctx.ReenterAfter(f, func(res any, err error) {
 		r, ok := res.(*session.Result)
 		if err != nil || !ok {
-			ctx.Respond(&sessionResult{Err: messages.Errorf(messages.CodeInternalError, "Internal error: no answer from the session on its node")})
+			ctx.Respond(&wire.SessionResult{Err: messages.Errorf(messages.CodeInternalError, "Internal error: no answer from the session on its node")})
 			return
 		}
-		answer := &sessionResult{Err: r.Err, Chat: r.Chat}
+		answer := &wire.SessionResult{Err: r.Err, Chat: r.Chat}
 		// What was made is answered once the rows that list it went to the other
 		// nodes, as a created terminal is (gatewayCreate).
 		made := ""
-		if r.Err == nil && m.Op == opCreate {
+		if r.Err == nil && m.Op == wire.OpCreate {
 			made = m.URI
-		} else if r.Err == nil && m.Op == opCreateChat {
+		} else if r.Err == nil && m.Op == wire.OpCreateChat {
 			made = r.Chat
 		}
 		if made == "" {
@@ -341,7 +254,7 @@ func (d *doc) state() any {
 func (d *doc) fold(f []byte) (json.RawMessage, *messages.Origin, bool) {
 	env, ok := readEnvelope(f)
 	if !ok {
-		if at, ok := dated(f); ok && d.kind == chatChannel && d.chat != nil {
+		if at, ok := wire.Dated(f); ok && d.kind == chatChannel && d.chat != nil {
 			d.chat.SetModifiedAt(at)
 		}
 		return nil, nil, false
@@ -358,36 +271,12 @@ func (d *doc) fold(f []byte) (json.RawMessage, *messages.Origin, bool) {
 	return env.Action, env.Origin, true
 }
 
-// The owner dates a chat's every change as it sends it, and no action carries the
-// date: the owner's gateway sends it after the change's frame as a frame of its own,
-// {"x-modifiedAt":"…"}, which the proxy folds into its copy of the chat and hands
-// nobody. A snapshot served on another node then has the owner's modifiedAt, not the
-// time the last frame arrived there.
-var datedHead = []byte(`{"x-modifiedAt":`)
-
-// datedFrame is the frame that carries a chat change's modifiedAt.
-func datedFrame(modifiedAt string) []byte {
-	b, _ := json.Marshal(modifiedAt)
-	return append(append(append([]byte(nil), datedHead...), b...), '}')
-}
-
-// dated reads a datedFrame; false for any other frame.
-func dated(f []byte) (string, bool) {
-	if !bytes.HasPrefix(f, datedHead) || len(f) < len(datedHead)+1 {
-		return "", false
-	}
-	var at string
-	if json.Unmarshal(f[len(datedHead):len(f)-1], &at) != nil {
-		return "", false
-	}
-	return at, true
-}
-
 // DeliverDated is, on the owner, Deliver for a chat's change with its date
-// (session.DatedSubscriber): the dated frame follows the change's in the same order.
+// (session.DatedSubscriber): the dated frame (wire.DatedFrame) follows the change's
+// in the same order.
 func (s *remoteSub) DeliverDated(ch string, f []byte, modifiedAt string) {
 	s.Deliver(ch, f)
-	s.Deliver(ch, datedFrame(modifiedAt))
+	s.Deliver(ch, wire.DatedFrame(modifiedAt))
 }
 
 // sessionOf is the session a lost node p held a session's or chat's channel uri of,
@@ -427,32 +316,14 @@ func (d *doc) reset() { d.session, d.chat = nil, nil }
 // A chat's view across nodes. A chat holds its newest turns and pages older ones in
 // when a subscriber's view asks for them (session.ShowTurns). A proxy of a chat holds
 // what its owner's chat holds for the proxy's one subscription, which its first
-// subscriber's view asked for (remoteSubscribe.Turns). A later subscriber here whose
+// subscriber's view asked for (wire.Subscribe.Turns). A later subscriber here whose
 // view wants more waits while the proxy asks the owner to bring it in
-// (remoteShowTurns): the chat/turnsLoaded that brings the turns reaches the proxy
+// (wire.ShowTurns): the chat/turnsLoaded that brings the turns reaches the proxy
 // through its subscription, folded and handed to the subscribers it has, and the
-// answer (turnsShown) comes behind it on the same way, so the waiting subscriber's
+// answer (wire.TurnsShown) comes behind it on the same way, so the waiting subscriber's
 // snapshot holds the turns and it hears of nothing twice.
 
-// remoteShowTurns asks the owner of the chat that Proxy's subscription Gen reads to
-// hold at least Turns of its newest turns (every one it keeps when nil).
-type remoteShowTurns struct {
-	URI   string     `json:"uri"`
-	Proxy *actor.PID `json:"proxy"`
-	Gen   uint64     `json:"gen"`
-	Round uint64     `json:"round"`
-	Turns *int       `json:"turns,omitempty"`
-}
-
-// turnsShown answers remoteShowTurns through the subscription, behind the frames the
-// chat sent it meanwhile.
-type turnsShown struct {
-	Gen   uint64          `json:"gen"`
-	Round uint64          `json:"round"`
-	Err   *messages.Error `json:"err,omitempty"`
-}
-
-// showLapsed is the deadline of a proxy's remoteShowTurns.
+// showLapsed is the deadline of a proxy's wire.ShowTurns.
 type showLapsed struct{ gen, round uint64 }
 
 // holds says whether the state has what a view of turns asks for (nil: every turn):
@@ -473,8 +344,8 @@ func covers(asked, turns *int) bool {
 
 // gatewayShowTurns brings in, on the owner, what a proxy's subscriber's view asks
 // for, and answers behind the chat/turnsLoaded it made.
-func (n *node) gatewayShowTurns(ctx actor.Context, m *remoteShowTurns) {
-	shown := &turnsShown{Gen: m.Gen, Round: m.Round}
+func (n *node) gatewayShowTurns(ctx actor.Context, m *wire.ShowTurns) {
+	shown := &wire.TurnsShown{Gen: m.Gen, Round: m.Round}
 	s := n.subs[subKey(m.Proxy, m.Gen)]
 	if s == nil {
 		shown.Err = messages.Errorf(messages.CodeNotFound, "No subscription to %s on its node", m.URI)
@@ -512,7 +383,7 @@ func (p *proxy) view(w waiter) {
 	}
 	p.round++
 	p.showing, p.asked = true, most
-	p.system.Root.Send(p.owner, &remoteShowTurns{URI: p.uri, Proxy: p.inbox, Gen: p.gen, Round: p.round, Turns: most})
+	p.system.Root.Send(p.owner, &wire.ShowTurns{URI: p.uri, Proxy: p.inbox, Gen: p.gen, Round: p.round, Turns: most})
 	self, system, gen, round := p.self, p.system, p.gen, p.round
 	time.AfterFunc(subscribeDeadline, func() { system.Root.Send(self, &showLapsed{gen: gen, round: round}) })
 }

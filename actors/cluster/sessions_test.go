@@ -2,56 +2,11 @@ package cluster
 
 import (
 	"encoding/json"
-	"reflect"
 	"testing"
 
-	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/remote"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/wrapperspb"
-
-	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/actors/cluster/wire"
 	"github.com/termhost/termhost/messages"
 )
-
-// The sessions' node messages go through protobuf as remote sends them and come back
-// as they were sent, who asked included.
-func TestSessionMessagesRoundTrip(t *testing.T) {
-	ann := auth.Carried("ann", "member", []string{auth.GrantChatSend})
-	ten := 10
-	summary := map[string]any{"resource": "ahp-session:/s", "title": "echo hi", "_meta": map[string]any{"node": "b"}}
-	for _, m := range []remote.RootSerializable{
-		&sessionRequest{Op: opCreate, URI: "ahp-session:/s", WorkingDirectories: []string{"file:///tmp"}, By: "ann", Who: carry(ann)},
-		&sessionRequest{Op: opStopWork, URI: "ahp-session:/s/chat", ID: "w1", Who: carry(ann)},
-		&sessionRequest{Op: opFetchTurns, URI: "ahp-session:/s/chat", Cursor: "1.50", Who: carry(ann)},
-		&sessionResult{Chat: "ahp-session:/s/chat"},
-		&sessionResult{Err: messages.Errorf(messages.CodePermissionDenied, "no")},
-		&rows{Addr: "b:1", Instance: "i", Chats: []string{"ahp-session:/s/chat"}, Sessions: []map[string]any{summary}},
-		&hello{Addr: "b:1", Instance: "i", Name: "b", Sessions: []map[string]any{summary}},
-		&presence{ClientID: "ca", Left: true},
-		&remoteShowTurns{URI: "ahp-session:/s/chat", Proxy: actor.NewPID("a:1", "proxy/in"), Gen: 2, Round: 3, Turns: &ten},
-		&remoteShowTurns{URI: "ahp-session:/s/chat", Proxy: actor.NewPID("a:1", "proxy/in"), Gen: 2, Round: 4},
-		&turnsShown{Gen: 2, Round: 3},
-		&turnsShown{Gen: 2, Round: 4, Err: messages.Errorf(messages.CodeNotFound, "gone")},
-	} {
-		out, err := m.Serialize()
-		if err != nil {
-			t.Fatalf("%T: %v", m, err)
-		}
-		b, err := proto.Marshal(out.(proto.Message))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var in wrapperspb.BytesValue
-		if err := proto.Unmarshal(b, &in); err != nil {
-			t.Fatal(err)
-		}
-		got := Decode(&in)
-		if reflect.TypeOf(got) != reflect.TypeOf(m) || jsonOf(t, got) != jsonOf(t, m) {
-			t.Fatalf("%T came back as %T %s", m, got, jsonOf(t, got))
-		}
-	}
-}
 
 // A proxy of a chat folds the owner's frames with the chat's reducer: a snapshot taken
 // on the calling node after a turn has the turn, as the owner's would.
@@ -102,7 +57,7 @@ func TestChatDocDatedByOwner(t *testing.T) {
 	if got := modifiedAt(); got != "2026-01-01T00:00:00.000Z" {
 		t.Fatalf("the proxy dated the change itself: %s", got)
 	}
-	if _, _, ok := d.fold(datedFrame("2026-02-03T04:05:06.789Z")); ok {
+	if _, _, ok := d.fold(wire.DatedFrame("2026-02-03T04:05:06.789Z")); ok {
 		t.Fatal("the dated frame was taken for an action")
 	}
 	if got := modifiedAt(); got != "2026-02-03T04:05:06.789Z" {

@@ -1,13 +1,12 @@
 package cluster
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/remote"
 
+	"github.com/termhost/termhost/actors/cluster/wire"
 	"github.com/termhost/termhost/auth"
 )
 
@@ -40,46 +39,6 @@ const (
 	// the provider still lists may be dead.
 	syncTimeout = 3 * time.Second
 )
-
-// usersDoc is a node's copy of its users file, as auth.Store.Export gives it: users,
-// roles, versions and token hashes (never a token). From is the sender's address.
-type usersDoc struct {
-	From string          `json:"from"`
-	Doc  json.RawMessage `json:"doc"`
-}
-
-// usersPull asks a node for its usersDoc in answer.
-type usersPull struct{}
-
-// usersDigest is a node's digest of its users (auth.Store.Digest).
-type usersDigest struct {
-	From string `json:"from"`
-	Sum  string `json:"sum"`
-}
-
-// Kinds of the users' messages, apart from wire.go's so either list grows alone.
-const (
-	kindUsersDoc byte = 64 + iota
-	kindUsersPull
-	kindUsersDigest
-)
-
-// usersMessage is an empty message of a users kind, or nil for another kind.
-func usersMessage(kind byte) any {
-	switch kind {
-	case kindUsersDoc:
-		return &usersDoc{}
-	case kindUsersPull:
-		return &usersPull{}
-	case kindUsersDigest:
-		return &usersDigest{}
-	}
-	return nil
-}
-
-func (m *usersDoc) Serialize() (remote.RootSerialized, error)    { return pack(kindUsersDoc, m) }
-func (m *usersPull) Serialize() (remote.RootSerialized, error)   { return pack(kindUsersPull, m) }
-func (m *usersDigest) Serialize() (remote.RootSerialized, error) { return pack(kindUsersDigest, m) }
 
 // Messages of the users actor to itself.
 type (
@@ -125,11 +84,11 @@ func (m *Member) SyncUsers() (answered, asked int) {
 	}
 	var futures []*actor.Future
 	for addr := range memberAddrs(m.topology.Members(), m.addr) {
-		futures = append(futures, m.system.Root.RequestFuture(actor.NewPID(addr, UsersName), &usersPull{}, syncTimeout))
+		futures = append(futures, m.system.Root.RequestFuture(actor.NewPID(addr, UsersName), &wire.UsersPull{}, syncTimeout))
 	}
 	for _, f := range futures {
 		res, err := f.Result()
-		doc, ok := Decode(res).(*usersDoc)
+		doc, ok := wire.Decode(res).(*wire.UsersDoc)
 		if err != nil || !ok {
 			continue
 		}
@@ -143,7 +102,7 @@ func (m *Member) SyncUsers() (answered, asked int) {
 }
 
 func (u *users) Receive(ctx actor.Context) {
-	switch msg := Decode(ctx.Message()).(type) {
+	switch msg := wire.Decode(ctx.Message()).(type) {
 	case *actor.Started:
 		members := u.m.topology.follow(ctx.Self(), func(m []*pcluster.Member) any { return &usersTopology{members: m} })
 		u.gen = u.store.Generation()
@@ -162,19 +121,19 @@ func (u *users) Receive(ctx actor.Context) {
 		}
 		u.sendIfChanged(ctx)
 		if u.ticks++; u.ticks%digestEvery == 0 {
-			d := &usersDigest{From: u.m.addr, Sum: u.store.Digest()}
+			d := &wire.UsersDigest{From: u.m.addr, Sum: u.store.Digest()}
 			for addr := range u.members {
 				ctx.Send(actor.NewPID(addr, UsersName), d)
 			}
 		}
 		u.schedule(ctx)
-	case *usersPull:
+	case *wire.UsersPull:
 		ctx.Respond(u.doc())
-	case *usersDigest:
+	case *wire.UsersDigest:
 		if msg.Sum != u.store.Digest() {
 			ctx.Send(actor.NewPID(msg.From, UsersName), u.doc())
 		}
-	case *usersDoc:
+	case *wire.UsersDoc:
 		// What changed here goes out first, so a merge's answer cannot hide it.
 		u.sendIfChanged(ctx)
 		changed, behind, err := u.store.Merge(msg.Doc)
@@ -200,7 +159,7 @@ func (u *users) Receive(ctx actor.Context) {
 	}
 }
 
-func (u *users) doc() *usersDoc { return &usersDoc{From: u.m.addr, Doc: u.store.Export()} }
+func (u *users) doc() *wire.UsersDoc { return &wire.UsersDoc{From: u.m.addr, Doc: u.store.Export()} }
 
 func (u *users) schedule(ctx actor.Context) {
 	self, system := ctx.Self(), ctx.ActorSystem()
@@ -210,7 +169,7 @@ func (u *users) schedule(ctx actor.Context) {
 // topology greets the nodes the provider newly lists with this node's users.
 func (u *users) topology(ctx actor.Context, members []*pcluster.Member) {
 	now := memberAddrs(members, u.m.addr)
-	var doc *usersDoc
+	var doc *wire.UsersDoc
 	for addr := range now {
 		if !u.members[addr] {
 			if doc == nil {
