@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/termhost/termhost/persistence/atomicfile"
 )
 
 // SessionRecord is what the store keeps of a session itself, so that a session whose
@@ -331,7 +333,7 @@ func (s *Store) MoveChat(chat, from, to string) error {
 		return fmt.Errorf("persistence: move chat %s: %w", chat, err)
 	}
 	for _, dir := range []string{filepath.Dir(dst), filepath.Dir(src)} {
-		if err := syncDir(dir); err != nil {
+		if err := atomicfile.SyncDir(dir); err != nil {
 			return fmt.Errorf("persistence: sync %s: %w", dir, err)
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -284,23 +283,6 @@ func (s *Store) writeJSON(dir, name string, v any) error {
 	return nil
 }
 
-// syncDir fsyncs a folder so that entries made, renamed or removed in it are durable.
-// Windows cannot sync a folder; NTFS journals its metadata instead.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // ensureDir makes dir, and any parent of it below the root that is missing, fsyncing
 // each new one into its parent.
 func (s *Store) ensureDir(dir string) error {
@@ -328,7 +310,7 @@ func (s *Store) ensureDir(dir string) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("persistence: %w", err)
 	}
-	if err := syncDir(parent); err != nil {
+	if err := atomicfile.SyncDir(parent); err != nil {
 		return fmt.Errorf("persistence: sync %s: %w", parent, err)
 	}
 	return nil
@@ -373,7 +355,7 @@ func removeDir(dir string) error {
 		}
 		return fmt.Errorf("persistence: remove %s: %w", dir, err)
 	}
-	if err := syncDir(parent); err != nil {
+	if err := atomicfile.SyncDir(parent); err != nil {
 		return fmt.Errorf("persistence: sync %s: %w", parent, err)
 	}
 	if err := os.RemoveAll(trash); err != nil {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/termhost/termhost/persistence/atomicfile"
 )
 
 // MaxRetainedOutput is the largest output, in bytes, that a retained terminal keeps: an
@@ -144,7 +146,7 @@ func (s *Store) PrepareTerminal(session, chat, key string) error {
 	// commits the file's creation with it.)
 	err = f.Close()
 	if err == nil {
-		err = syncDir(tdir)
+		err = atomicfile.SyncDir(tdir)
 	}
 	if err != nil {
 		return fmt.Errorf("persistence: prepare %s: %w", path, err)
@@ -249,7 +251,7 @@ func (s *Store) removeTerminalLocked(session, chat, key string) error {
 	if err != nil {
 		return fmt.Errorf("persistence: %w", err)
 	}
-	if err := syncDir(tdir); err != nil {
+	if err := atomicfile.SyncDir(tdir); err != nil {
 		return fmt.Errorf("persistence: sync %s: %w", tdir, err)
 	}
 	return nil

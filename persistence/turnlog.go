@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/termhost/termhost/persistence/atomicfile"
 )
 
 // A chat's local turns are a log: turns.jsonl, JSON Lines. Its first line says what it
@@ -543,7 +545,7 @@ func (s *Store) openTurnLogLocked(session, chat string) (*turnLog, error) {
 		if err := os.Remove(legacy); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("persistence: remove %s: %w", legacy, err)
 		}
-		if err := syncDir(cdir); err != nil {
+		if err := atomicfile.SyncDir(cdir); err != nil {
 			return nil, fmt.Errorf("persistence: sync %s: %w", cdir, err)
 		}
 	}

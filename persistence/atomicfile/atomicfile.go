@@ -170,12 +170,26 @@ func modifiedAfter(root *os.Root, name string, f *os.File, after time.Time) erro
 	return fmt.Errorf("could not make %s newer than %s", name, after)
 }
 
-// syncRootDir fsyncs dir inside root, so that an entry renamed into it is durable.
-func syncRootDir(root *os.Root, dir string) error {
+// SyncDir fsyncs the folder dir, so that an entry made, renamed or removed in it is
+// durable: what Write does after its rename, for a caller that changed a folder
+// otherwise (made it, or moved a file into it).
+func SyncDir(dir string) error {
 	if runtime.GOOS == "windows" {
 		return nil // Windows cannot sync a folder; NTFS journals its metadata
 	}
-	d, err := root.Open(dir)
+	return syncOpened(os.Open(dir))
+}
+
+// syncRootDir is SyncDir for dir inside root.
+func syncRootDir(root *os.Root, dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	return syncOpened(root.Open(dir))
+}
+
+// syncOpened fsyncs and closes a folder just opened.
+func syncOpened(d *os.File, err error) error {
 	if err != nil {
 		return err
 	}
