@@ -1,0 +1,134 @@
+package pty
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+// python3 runs the wait cases that need select, poll and epoll; Debian's is used
+// (a version manager's shim would start slowly and print of its own).
+const python3 = "/usr/bin/python3"
+
+// waitForInputWait polls ForegroundInput until it says the foreground job waits.
+func waitForInputWait(t *testing.T, r *running) InputWait {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for {
+		if w := ForegroundInput(r.p.Pid()); w.Waiting {
+			return w
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ForegroundInput never said the job waits for input; output %q", tail(r.out.String()))
+		}
+		time.Sleep(5 * time.Millisecond) // polling /proc: there is no event to wait on
+	}
+}
+
+// waitUntilBlocked polls until a process of the terminal named name is blocked in
+// a system call, the state a wait that is not for input settles in.
+func waitUntilBlocked(t *testing.T, r *running, name string) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for {
+		w := sessionWalk{sid: r.p.Pid(), seen: map[int]bool{}}
+		pids := []int{r.p.Pid()}
+		var buf [statBufSize]byte
+		for i := 0; i < len(pids); i++ {
+			st, ok := foregroundStatOf(pids[i], buf[:])
+			if ok && st.comm == name && st.state == 'S' {
+				if call, ok := blockedSyscall(pids[i], pids[i]); ok && call.nr >= 0 {
+					return
+				}
+			}
+			kids, _ := w.allChildren(pids[i], 0)
+			pids = append(pids, kids...)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s blocked in a system call; output %q", name, tail(r.out.String()))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestForegroundInputSeesAJobReadingTheTerminal(t *testing.T) {
+	requirePty(t)
+	cases := []struct {
+		name, command, waiter string
+		python                bool
+	}{
+		{"the shell's read builtin", "echo go; read x", "sh", false},
+		{"cat reading its input", "echo go; cat", "cat", false},
+		{"a pipeline's first process", "echo go; cat | cat >/dev/null", "cat", false},
+		{"select", python3 + ` -c 'import select,sys; print("go", flush=True); select.select([sys.stdin],[],[])'`, "python3", true},
+		{"poll", python3 + ` -c 'import select,sys; p=select.poll(); p.register(0, select.POLLIN); print("go", flush=True); p.poll()'`, "python3", true},
+		{"epoll", python3 + ` -c 'import select,sys; e=select.epoll(); e.register(0, select.EPOLLIN); print("go", flush=True); e.poll()'`, "python3", true},
+		{"a readline prompt", python3 + ` -q -i -c 'print("go")'`, "python3", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.python {
+				requirePython(t)
+			}
+			r := start(t, Spec{Command: tc.command, UsePty: true})
+			r.out.waitFor(testContext(t), t, "go")
+			w := waitForInputWait(t, r)
+			if w.Name != tc.waiter || w.Pid <= 0 {
+				t.Errorf("the waiting process is %q (pid %d), want %q", w.Name, w.Pid, tc.waiter)
+			}
+		})
+	}
+}
+
+func TestForegroundInputIgnoresWaitsThatAreNotForAPerson(t *testing.T) {
+	requirePty(t)
+	cases := []struct {
+		name, command, blocked string
+		python                 bool
+	}{
+		{"sleep", "echo go; sleep 30", "sleep", false},
+		{"a reader of a pipe", "echo go; sleep 30 | cat", "cat", false},
+		{"a job in the background reading nothing, the shell waiting", "echo go; sleep 30 & wait", "sh", false},
+		{"the terminal beside a socket", python3 + ` -c 'import select,socket,sys; a,b=socket.socketpair(); print("go", flush=True); select.select([sys.stdin,a],[],[])'`, "python3", true},
+		{"epoll on the terminal and a socket", python3 + ` -c 'import select,socket,sys; a,b=socket.socketpair(); e=select.epoll(); e.register(0, select.EPOLLIN); e.register(a.fileno(), select.EPOLLIN); print("go", flush=True); e.poll()'`, "python3", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.python {
+				requirePython(t)
+			}
+			r := start(t, Spec{Command: tc.command, UsePty: true})
+			r.out.waitFor(testContext(t), t, "go")
+			waitUntilBlocked(t, r, tc.blocked)
+			for range 3 {
+				if w := ForegroundInput(r.p.Pid()); w.Waiting {
+					t.Fatalf("ForegroundInput says %s (pid %d) waits for input", w.Name, w.Pid)
+				}
+			}
+		})
+	}
+	t.Run("a busy loop", func(t *testing.T) {
+		r := start(t, Spec{Command: "echo go; while :; do :; done", UsePty: true})
+		r.out.waitFor(testContext(t), t, "go")
+		for range 3 {
+			if w := ForegroundInput(r.p.Pid()); w.Waiting {
+				t.Fatalf("ForegroundInput says %s (pid %d) waits for input", w.Name, w.Pid)
+			}
+		}
+	})
+	t.Run("on pipes", func(t *testing.T) {
+		r := start(t, Spec{Command: "echo go; read x"})
+		r.out.waitFor(testContext(t), t, "go")
+		waitUntilBlocked(t, r, "sh")
+		if w := ForegroundInput(r.p.Pid()); w.Waiting {
+			t.Fatalf("a process on pipes has no terminal, but ForegroundInput says %s waits", w.Name)
+		}
+	})
+}
+
+func requirePython(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(python3); err != nil {
+		t.Skipf("%s is not installed (.ci/run installs Debian's python3)", python3)
+	}
+}
