@@ -356,6 +356,53 @@ func TestMCPCommandDetachesAfterItsWindow(t *testing.T) {
 	})
 }
 
+// A command that asks a question and waits for the answer is answered as soon as
+// it waits, not at the window's end: the window here is longer than the call may
+// take, so only seeing the wait answers the call. A command that is quiet for
+// another reason is waited for as before.
+func TestMCPCommandWaitingForInputAnswersWithItsQuestion(t *testing.T) {
+	h := ptyHost(t, withShells(func(o *shells.Options) { o.Window = time.Hour }),
+		func(c *server.Config) { c.Root.DefaultShell = "/bin/bash" })
+	a := h.mcpAgent(h.owner, "tools=pty")
+
+	quiet := a.call("bash", map[string]any{"command": "sleep 1; cat /dev/null | sort; echo slept"})
+	if code, ok := quiet.exitCode(); !ok || code != 0 || quiet.running() || !hasLine(quiet.text, "slept") {
+		t.Fatalf("a quiet command that waits for no one was not waited for:\n%s", quiet.text)
+	}
+
+	r := a.call("bash", map[string]any{"command": "read -p 'Your name? ' n; echo hello-$n"})
+	if !r.running() || !strings.Contains(r.text, "waiting for input") || !strings.Contains(r.text, "Your name? ") {
+		t.Fatalf("a command asking a question answered:\n%s", r.text)
+	}
+	answer := a.call("bash_input", map[string]any{"bash_id": r.shellID(), "input": "ada", "submit": true})
+	if !strings.Contains(answer.text, "hello-ada") {
+		a.until("bash_output", map[string]any{"bash_id": r.shellID()}, func(r toolResult) bool { return strings.Contains(r.text, "hello-ada") })
+	}
+	// Answered, the command ended: its end wakes the agent, as a background command's does.
+	a.waitLogs("the answered command's end", func(logs []string) bool {
+		for _, l := range logs {
+			if strings.Contains(l, "ended with exit code 0") && strings.Contains(l, "hello-ada") {
+				return true
+			}
+		}
+		return false
+	})
+
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skipf("a REPL: /usr/bin/python3: %v (.ci/run installs Debian's python3)", err)
+	}
+	repl := a.call("bash", map[string]any{"command": "/usr/bin/python3 -q"})
+	if !repl.running() || !strings.Contains(repl.text, "waiting for input") || !strings.Contains(repl.text, ">>>") {
+		t.Fatalf("a REPL's call answered:\n%s", repl.text)
+	}
+	sum := a.call("bash_input", map[string]any{"bash_id": repl.shellID(), "input": "print(6*7)", "submit": true})
+	if !hasLine(sum.text, "42") {
+		a.until("bash_output", map[string]any{"bash_id": repl.shellID()}, func(r toolResult) bool { return hasLine(r.text, "42") })
+	}
+	a.call("bash_input", map[string]any{"bash_id": repl.shellID(), "input": "exit()", "submit": true})
+	a.until("bash_output", map[string]any{"bash_id": repl.shellID()}, func(r toolResult) bool { return strings.Contains(r.latest, "idle") })
+}
+
 func TestMCPInputKeysDriveAnInteractiveProgram(t *testing.T) {
 	h := ptyHost(t)
 	a := h.mcpAgent(h.owner, "tools=pty")

@@ -18,6 +18,7 @@ import (
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/integration"
 	"github.com/termhost/termhost/messages"
+	"github.com/termhost/termhost/pty"
 )
 
 // sleepPoll matches a command that sleeps and polls (sleep 30; until …; do sleep 1;
@@ -66,6 +67,9 @@ func (s *service) run(ctx actor.Context, m *Run) {
 			c.timer = s.after(ctx, m.Deadline, &deadlineOver{shell: sh.id, seq: c.seq})
 		} else {
 			c.timer = s.after(ctx, wait, &waitOver{shell: sh.id, seq: c.seq})
+		}
+		if s.opts.InputPoll > 0 {
+			s.after(ctx, s.opts.InputPoll, &inputLook{shell: sh.id, seq: c.seq})
 		}
 	}
 	if sh.opened {
@@ -189,6 +193,65 @@ func (s *service) waitOver(ctx actor.Context, m *waitOver) {
 	r := s.answer(sh, c)
 	r.Status = fmt.Sprintf("[%s: `%s` is still running after %s and goes on in the background; read it with bash_output or read_bash, stop it with kill_bash; its end wakes you]",
 		sh.id, firstLine(c.line), time.Since(c.started).Round(time.Second))
+	ctx.Send(c.waiter, r)
+	c.waiter = nil
+}
+
+// inputLook looks, off the mailbox, at what a command's foreground job is doing,
+// when the command has printed nothing since the last look: a program waiting
+// for a person prints its question and goes quiet.
+func (s *service) inputLook(ctx actor.Context, m *inputLook) {
+	sh := s.shells[m.shell]
+	if sh == nil || sh.cmd == nil || sh.cmd.seq != m.seq || sh.cmd.waiter == nil {
+		return
+	}
+	c := sh.cmd
+	if sh.opened && (!sh.isPty || sh.pid <= 0) {
+		return // no terminal to read, or no process known to look at
+	}
+	// Until the command has begun, the shell reading the terminal is the shell at
+	// its prompt. A command ended by its sentinel has begun once typed: the shell
+	// reads the whole line before it runs the command.
+	if !c.typed || c.marked() && !c.executed() || c.outBytes != c.lookedAt {
+		c.lookedAt, c.readingLooks = c.outBytes, 0
+		s.after(ctx, s.opts.InputPoll, &inputLook{shell: sh.id, seq: c.seq})
+		return
+	}
+	self, system, pid := s.self, ctx.ActorSystem(), sh.pid
+	looked := &inputLooked{shell: sh.id, seq: c.seq, printed: c.outBytes}
+	go func() {
+		looked.wait = pty.ForegroundInput(pid)
+		system.Root.Send(self, looked)
+	}()
+}
+
+// inputLooked answers a command's call once two looks in a row, with nothing
+// printed between them, found its job waiting to read the terminal.
+func (s *service) inputLooked(ctx actor.Context, m *inputLooked) {
+	sh := s.shells[m.shell]
+	if sh == nil || sh.cmd == nil || sh.cmd.seq != m.seq || sh.cmd.waiter == nil {
+		return
+	}
+	c := sh.cmd
+	switch {
+	case c.outBytes != m.printed || !m.wait.Waiting:
+		c.readingLooks = 0
+	default:
+		c.readingLooks++
+	}
+	c.lookedAt = c.outBytes
+	if c.readingLooks < 2 {
+		s.after(ctx, s.opts.InputPoll, &inputLook{shell: sh.id, seq: c.seq})
+		return
+	}
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	s.opts.Logger.Debug("agent command waits for input", "shell", sh.id, "process", m.wait.Name, "pid", m.wait.Pid)
+	s.toBackground(ctx, sh, c)
+	r := s.answer(sh, c)
+	r.Status = fmt.Sprintf("[%s: `%s` is waiting for input: %s reads the terminal. Answer it with bash_input or write_bash, stop it with kill_bash; it goes on in the background and its end wakes you]",
+		sh.id, firstLine(c.line), m.wait.Name)
 	ctx.Send(c.waiter, r)
 	c.waiter = nil
 }

@@ -46,6 +46,12 @@ type Options struct {
 	Settle, SettleMax time.Duration
 	// KillGrace is how long kill_bash waits after SIGTERM before SIGKILL (5 s).
 	KillGrace time.Duration
+	// InputPoll is how often a command a call waits on is looked at, once it has
+	// printed nothing since the last look, for a foreground job blocked reading the
+	// terminal (pty.ForegroundInput): two looks in a row that find it answer the
+	// call at once, as the window's end would, with what the command printed (the
+	// question it asks). 200 ms; negative: never looked at (the window decides).
+	InputPoll time.Duration
 	// DetectWait is how long a new pseudoterminal shell's first command waits for
 	// the shell to mark its prompt (2 s); past it, commands end by a sentinel.
 	DetectWait time.Duration
@@ -73,6 +79,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.KillGrace <= 0 {
 		o.KillGrace = 5 * time.Second
+	}
+	if o.InputPoll == 0 {
+		o.InputPoll = 200 * time.Millisecond
 	}
 	if o.DetectWait <= 0 {
 		o.DetectWait = 2 * time.Second
@@ -145,6 +154,7 @@ type shell struct {
 	opened        bool // listed: commands may be typed
 	isPty, marks  bool
 	cols, rows    int
+	pid           int // the shell's process, 0 when not known
 	cwd           string
 	lastUsed      time.Time
 	by            string // the person whose call opened it
@@ -181,6 +191,11 @@ type command struct {
 	// waiter is the call waiting for it, nil once answered.
 	waiter *actor.PID
 	timer  *time.Timer
+	// outBytes counts every byte the command printed (raw is trimmed); lookedAt is
+	// the count when the foreground was last looked at, and readingLooks how many
+	// looks in a row found it reading the terminal.
+	outBytes, lookedAt int
+	readingLooks       int
 	// background: the command outlives its call (async, run_in_background, or past
 	// its wait); its end wakes the session. work is its background row's id.
 	background bool
@@ -219,6 +234,18 @@ type (
 	monitorDue  struct{ id string }
 	monitorEnd  struct{ id string }
 	detectOver  struct{ shell string }
+	// inputLook is time to look at a command's foreground job; inputLooked is
+	// what the look found, with the command's printed count when it began.
+	inputLook struct {
+		shell string
+		seq   int
+	}
+	inputLooked struct {
+		shell   string
+		seq     int
+		printed int
+		wait    pty.InputWait
+	}
 	// opened is a shell's terminal answering its create.
 	opened struct {
 		shell string
@@ -275,6 +302,10 @@ func (s *service) Receive(ctx actor.Context) {
 		s.monitorDue(ctx, m.id)
 	case *monitorEnd:
 		s.monitorTimedOut(ctx, m.id)
+	case *inputLook:
+		s.inputLook(ctx, m)
+	case *inputLooked:
+		s.inputLooked(ctx, m)
 	case *detectOver:
 		if sh := s.shells[m.shell]; sh != nil {
 			s.ready(ctx, sh)
@@ -419,7 +450,7 @@ func (s *service) openedShell(ctx actor.Context, m *opened) {
 		s.order = slices.DeleteFunc(s.order, func(id string) bool { return id == sh.id })
 		return
 	}
-	sh.isPty, sh.marks = m.res.IsPty, m.res.Detection
+	sh.isPty, sh.marks, sh.pid = m.res.IsPty, m.res.Detection, m.res.Pid
 	s.opts.Logger.Debug("agent shell opened", "session", s.spec.Session, "shell", sh.id, "pty", sh.isPty, "marks", sh.marks)
 	if sh.isPty && !sh.marks {
 		// A shell with integration marks its first prompt a moment after it first
@@ -644,6 +675,7 @@ func (s *service) output(ctx actor.Context, sh *shell, data string) {
 	if c := sh.cmd; c != nil && c.typed {
 		before := c.raw.Len()
 		c.raw.WriteString(data)
+		c.outBytes += len(data)
 		if c.sentinel != "" {
 			if code, ok := integration.SentinelCodeSince(c.raw.String(), before, c.sentinel); ok {
 				s.ended(ctx, sh, &code, "")

@@ -61,6 +61,9 @@ type CreateResult struct {
 	// a command boundary by the time it was listed.
 	IsPty     bool
 	Detection bool
+	// Pid is the shell's process id (it leads the terminal's session), for a
+	// watcher that looks at what the shell's job is doing (pty.ForegroundInput).
+	Pid int
 }
 
 // Event is one action applied on a terminal, for its watcher.
@@ -166,8 +169,8 @@ type (
 		err    error
 		folder bool
 	}
-	// shellStarted says the process runs.
-	shellStarted struct{}
+	// shellStarted says the process runs, and its pid.
+	shellStarted struct{ pid int }
 )
 
 // To the shell actor.

@@ -178,7 +178,7 @@ func (s *shell) start(ctx actor.Context) {
 			return
 		}
 		p.proc = proc
-		ctx.Send(p.terminal, &shellStarted{})
+		ctx.Send(p.terminal, &shellStarted{pid: proc.Pid()})
 	}
 	if p.proc == nil {
 		return

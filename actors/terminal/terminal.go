@@ -66,6 +66,8 @@ type terminal struct {
 	// startErr is why the process could not be started (the failed phase), for the
 	// create's answer once the create has reached this actor.
 	startErr *messages.Error
+	// pid is the process's id once it has started.
+	pid int
 	// exit is how the process ended, once known.
 	exit       *pty.Exit
 	listTimer  *time.Timer
@@ -122,6 +124,7 @@ func (t *terminal) starting(ctx actor.Context) {
 	case *actor.Started:
 		t.start(ctx)
 	case *shellStarted:
+		t.pid = m.pid
 		t.behavior.Become(t.running)
 		if !t.usePty || t.create.Spec.Command != "" {
 			// A shell on pipes prints nothing until it is given something to run, so it
@@ -329,7 +332,7 @@ func (t *terminal) list(ctx actor.Context) {
 func (t *terminal) answerCreate(ctx actor.Context) {
 	if t.createWaiter != nil {
 		detected := t.tracker != nil && t.tracker.Detected()
-		ctx.Send(t.createWaiter, &CreateResult{IsPty: t.usePty, Detection: detected})
+		ctx.Send(t.createWaiter, &CreateResult{IsPty: t.usePty, Detection: detected, Pid: t.pid})
 		t.createWaiter = nil
 	}
 }
