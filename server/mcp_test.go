@@ -375,8 +375,11 @@ func TestMCPCommandWaitingForInputAnswersWithItsQuestion(t *testing.T) {
 		t.Fatalf("a command asking a question answered:\n%s", r.text)
 	}
 	answer := a.call("bash_input", map[string]any{"bash_id": r.shellID(), "input": "ada", "submit": true})
-	if !strings.Contains(answer.text, "hello-ada") {
-		a.until("bash_output", map[string]any{"bash_id": r.shellID()}, func(r toolResult) bool { return strings.Contains(r.text, "hello-ada") })
+	seen := answer.text
+	if !strings.Contains(answer.text, "hello-ada") || answer.running() {
+		seen += a.until("bash_output", map[string]any{"bash_id": r.shellID()}, func(r toolResult) bool {
+			return strings.Contains(r.text, "hello-ada") && !r.running()
+		}).text
 	}
 	// Answered, the command ended: its end wakes the agent, as a background command's does.
 	a.waitLogs("the answered command's end", func(logs []string) bool {
@@ -387,6 +390,11 @@ func TestMCPCommandWaitingForInputAnswersWithItsQuestion(t *testing.T) {
 		}
 		return false
 	})
+	// The answers that report that end do not repeat the wake for it.
+	seen += a.call("bash_output", map[string]any{"bash_id": r.shellID()}).text
+	if strings.Contains(seen, "While you were away") {
+		t.Fatalf("an answer that reports the command's end repeats its wake:\n%s", seen)
+	}
 
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
 		t.Skipf("a REPL: /usr/bin/python3: %v (.ci/run installs Debian's python3)", err)

@@ -106,6 +106,9 @@ func (c *command) printed() string {
 // answer is what a command's call is told now.
 func (s *service) answer(sh *shell, c *command) *Result {
 	r := &Result{ShellID: sh.id, Terminal: sh.uri, Output: shape(c.family, c.printed()), ExitCode: c.exit, Running: !c.done}
+	if c.done {
+		r.EndShown = c.seq
+	}
 	switch {
 	case c.done && c.how != "":
 		r.Status = fmt.Sprintf("[%s: %s]", sh.id, c.how)
@@ -153,7 +156,7 @@ func (s *service) ended(ctx actor.Context, sh *shell, exit *int, how string) {
 		if strings.TrimSpace(tail) != "" {
 			text += "\n" + tail
 		}
-		s.wake(ctx, WakeNotice{Chat: sh.chat, ShellID: sh.id, Terminal: sh.uri, Text: text, At: time.Now()}, c.by)
+		s.wake(ctx, WakeNotice{Chat: sh.chat, ShellID: sh.id, Terminal: sh.uri, Command: c.seq, Text: text, At: time.Now()}, c.by)
 	}
 	for _, mon := range s.monitors {
 		if mon.shell == sh.id && mon.ownsCommand {
@@ -379,6 +382,9 @@ func (s *service) readResult(sh *shell, text string) *Result {
 		r.ExitCode = sh.exit
 	} else if sh.cmd == nil && sh.last != nil {
 		r.ExitCode = sh.last.exit
+	}
+	if sh.cmd == nil && sh.last != nil {
+		r.EndShown = sh.last.seq
 	}
 	return r
 }

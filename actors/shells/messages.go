@@ -118,7 +118,11 @@ type Result struct {
 	ExitCode *int
 	Running  bool
 	// Status is one line saying where the shell stands now.
-	Status    string
+	Status string
+	// EndShown names the command (by its number in the session) whose end the
+	// answer reports, 0 for none: a wake for that end says nothing the answer does
+	// not, and is not repeated beside it.
+	EndShown  int
 	MonitorID string
 	Shells    []ShellInfo
 	Err       error
@@ -150,6 +154,7 @@ type WakeNotice struct {
 	ShellID  string
 	Terminal string
 	Monitor  string // the monitor's id, "" for a command's end
+	Command  int    // the ended command's number in the session (Result.EndShown), 0 for a monitor
 	Text     string
 	At       time.Time
 }

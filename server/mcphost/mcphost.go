@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -507,7 +508,7 @@ func (b *binding) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Call
 	}
 	if r.Err != nil {
 		out := toolError(r.Err)
-		b.prependWakes(out)
+		b.prependWakes(out, 0)
 		return out, nil
 	}
 	return b.result(r, name), nil
@@ -554,13 +555,17 @@ func (b *binding) result(r *shells.Result, tool string) *sdk.CallToolResult {
 		structured["shells"] = r.Shells
 	}
 	out := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text.String()}}, StructuredContent: structured}
-	b.prependWakes(out)
+	b.prependWakes(out, r.EndShown)
 	return out
 }
 
-// prependWakes puts the wakes not yet shown before a tool result's own text.
-func (b *binding) prependWakes(out *sdk.CallToolResult) {
-	wakes := b.takePending()
+// prependWakes puts the wakes not yet shown before a tool result's own text, but
+// for the end of command endShown, which the result itself reports (an answer
+// to bash_input that finished a command the call before left waiting).
+func (b *binding) prependWakes(out *sdk.CallToolResult, endShown int) {
+	wakes := slices.DeleteFunc(b.takePending(), func(w shells.WakeNotice) bool {
+		return endShown != 0 && w.Command == endShown
+	})
 	if len(wakes) == 0 {
 		return
 	}
