@@ -396,6 +396,31 @@ func TestMCPCommandWaitingForInputAnswersWithItsQuestion(t *testing.T) {
 		t.Fatalf("an answer that reports the command's end repeats its wake:\n%s", seen)
 	}
 
+	// In the background, the question wakes the agent, once.
+	bg := a.call("bash", map[string]any{"command": "sleep 0.3; read -p 'Continue? ' x; echo got-$x", "run_in_background": true})
+	asked := func(logs []string) int {
+		n := 0
+		for _, l := range logs {
+			if strings.Contains(l, "is waiting for input") && strings.Contains(l, "Continue? ") && strings.Contains(l, bg.shellID()) {
+				n++
+			}
+		}
+		return n
+	}
+	a.waitLogs("the background command's question", func(logs []string) bool { return asked(logs) > 0 })
+	a.call("bash_input", map[string]any{"bash_id": bg.shellID(), "input": "yes", "submit": true})
+	logs := a.waitLogs("the background command's end", func(logs []string) bool {
+		for _, l := range logs {
+			if strings.Contains(l, "ended with exit code 0") && strings.Contains(l, "got-yes") {
+				return true
+			}
+		}
+		return false
+	})
+	if n := asked(logs); n != 1 {
+		t.Fatalf("the background command's question woke the agent %d times:\n%s", n, strings.Join(logs, "\n---\n"))
+	}
+
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
 		t.Skipf("a REPL: /usr/bin/python3: %v (.ci/run installs Debian's python3)", err)
 	}

@@ -48,7 +48,7 @@ func (s *service) run(ctx actor.Context, m *Run) {
 		}
 	}
 	s.seq++
-	c := &command{seq: s.seq, line: m.Command, family: m.Family, by: m.Principal.User, started: time.Now()}
+	c := &command{seq: s.seq, line: m.Command, family: m.Family, by: m.Principal.User, started: time.Now(), toldWaiting: -1}
 	sh.cmd, sh.lastUsed = c, time.Now()
 	if m.Background {
 		s.toBackground(ctx, sh, c)
@@ -68,10 +68,8 @@ func (s *service) run(ctx actor.Context, m *Run) {
 		} else {
 			c.timer = s.after(ctx, wait, &waitOver{shell: sh.id, seq: c.seq})
 		}
-		if s.opts.InputPoll > 0 {
-			s.after(ctx, s.opts.InputPoll, &inputLook{shell: sh.id, seq: c.seq})
-		}
 	}
+	s.startLooking(ctx, sh, c)
 	if sh.opened {
 		s.typeCommand(ctx, sh, c)
 	}
@@ -103,8 +101,10 @@ func (c *command) printed() string {
 	return strings.TrimPrefix(text, " "+c.line+"\n")
 }
 
-// answer is what a command's call is told now.
+// answer is what a command's call is told now; what the shell printed so far
+// counts as shown.
 func (s *service) answer(sh *shell, c *command) *Result {
+	sh.shownAt = max(sh.shownAt, sh.logEnd())
 	r := &Result{ShellID: sh.id, Terminal: sh.uri, Output: shape(c.family, c.printed()), ExitCode: c.exit, Running: !c.done}
 	if c.done {
 		r.EndShown = c.seq
@@ -131,6 +131,9 @@ func (s *service) ended(ctx actor.Context, sh *shell, exit *int, how string) {
 	s.opts.Logger.Debug("agent command ended", "shell", sh.id, "how", how, "exit", exitWords(exit), "typed", c.typed)
 	if c.timer != nil {
 		c.timer.Stop()
+	}
+	if c.lookTimer != nil {
+		c.lookTimer.Stop()
 	}
 	sh.cmd, sh.last, sh.lastUsed = nil, c, time.Now()
 	if c.waiter != nil {
@@ -200,12 +203,39 @@ func (s *service) waitOver(ctx actor.Context, m *waitOver) {
 	c.waiter = nil
 }
 
-// inputLook looks, off the mailbox, at what a command's foreground job is doing,
-// when the command has printed nothing since the last look: a program waiting
-// for a person prints its question and goes quiet.
+// startLooking starts the looks at a command's foreground job (inputLook).
+func (s *service) startLooking(ctx actor.Context, sh *shell, c *command) {
+	if s.opts.InputPoll > 0 {
+		c.lookEvery = s.opts.InputPoll
+		s.nextLook(ctx, sh, c)
+	}
+}
+
+func (s *service) nextLook(ctx actor.Context, sh *shell, c *command) {
+	c.lookTimer = s.after(ctx, c.lookEvery, &inputLook{shell: sh.id, seq: c.seq})
+}
+
+// lookSoon brings the next look at a command near again when it prints after a
+// quiet spell: a question is what a program prints before it waits.
+func (s *service) lookSoon(ctx actor.Context, sh *shell, c *command) {
+	if c.lookEvery > s.opts.InputPoll && c.lookTimer != nil && c.lookTimer.Stop() {
+		c.lookEvery = s.opts.InputPoll
+		s.nextLook(ctx, sh, c)
+	}
+}
+
+// maxLookEvery is the longest gap between two looks at a command that stays quiet
+// and waits for no one (a long build, a server): a look costs a few /proc reads.
+const maxLookEvery = 3200 * time.Millisecond
+
+// inputLook looks, off the mailbox, at what a running command's foreground job is
+// doing, when the command has printed nothing since the last look: a program
+// waiting for a person prints its question and goes quiet. The looks go on for as
+// long as the command runs, further apart while it stays quiet and waits for no
+// one, and close again when it prints.
 func (s *service) inputLook(ctx actor.Context, m *inputLook) {
 	sh := s.shells[m.shell]
-	if sh == nil || sh.cmd == nil || sh.cmd.seq != m.seq || sh.cmd.waiter == nil {
+	if sh == nil || sh.cmd == nil || sh.cmd.seq != m.seq || sh.cmd.done {
 		return
 	}
 	c := sh.cmd
@@ -216,8 +246,8 @@ func (s *service) inputLook(ctx actor.Context, m *inputLook) {
 	// its prompt. A command ended by its sentinel has begun once typed: the shell
 	// reads the whole line before it runs the command.
 	if !c.typed || c.marked() && !c.executed() || c.outBytes != c.lookedAt {
-		c.lookedAt, c.readingLooks = c.outBytes, 0
-		s.after(ctx, s.opts.InputPoll, &inputLook{shell: sh.id, seq: c.seq})
+		c.lookedAt, c.readingLooks, c.lookEvery = c.outBytes, 0, s.opts.InputPoll
+		s.nextLook(ctx, sh, c)
 		return
 	}
 	self, system, pid := s.self, ctx.ActorSystem(), sh.pid
@@ -228,35 +258,56 @@ func (s *service) inputLook(ctx actor.Context, m *inputLook) {
 	}()
 }
 
-// inputLooked answers a command's call once two looks in a row, with nothing
-// printed between them, found its job waiting to read the terminal.
+// inputLooked acts once two looks in a row, with nothing printed between them,
+// found a command's job waiting to read the terminal: a call waiting on the
+// command is answered, and a command in the background wakes the agent with its
+// question, unless the agent has been shown everything it printed (the answer
+// to its bash_input shows the next question already).
 func (s *service) inputLooked(ctx actor.Context, m *inputLooked) {
 	sh := s.shells[m.shell]
-	if sh == nil || sh.cmd == nil || sh.cmd.seq != m.seq || sh.cmd.waiter == nil {
+	if sh == nil || sh.cmd == nil || sh.cmd.seq != m.seq || sh.cmd.done {
 		return
 	}
 	c := sh.cmd
 	switch {
-	case c.outBytes != m.printed || !m.wait.Waiting:
-		c.readingLooks = 0
+	case c.outBytes != m.printed:
+		c.readingLooks, c.lookEvery = 0, s.opts.InputPoll
+	case !m.wait.Waiting:
+		c.readingLooks, c.lookEvery = 0, min(2*c.lookEvery, maxLookEvery)
 	default:
 		c.readingLooks++
 	}
 	c.lookedAt = c.outBytes
-	if c.readingLooks < 2 {
-		s.after(ctx, s.opts.InputPoll, &inputLook{shell: sh.id, seq: c.seq})
+	s.nextLook(ctx, sh, c)
+	if c.readingLooks < 2 || c.toldWaiting == c.outBytes {
 		return
 	}
-	if c.timer != nil {
-		c.timer.Stop()
+	c.toldWaiting = c.outBytes
+	s.opts.Logger.Debug("agent command waits for input", "shell", sh.id, "process", m.wait.Name, "pid", m.wait.Pid, "answering", c.waiter != nil)
+	if c.waiter != nil {
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		s.toBackground(ctx, sh, c)
+		r := s.answer(sh, c)
+		r.Status = fmt.Sprintf("[%s: `%s` is waiting for input: %s reads the terminal. Answer it with bash_input or write_bash, stop it with kill_bash; it goes on in the background and its end wakes you]",
+			sh.id, firstLine(c.line), m.wait.Name)
+		ctx.Send(c.waiter, r)
+		c.waiter = nil
+		return
 	}
-	s.opts.Logger.Debug("agent command waits for input", "shell", sh.id, "process", m.wait.Name, "pid", m.wait.Pid)
-	s.toBackground(ctx, sh, c)
-	r := s.answer(sh, c)
-	r.Status = fmt.Sprintf("[%s: `%s` is waiting for input: %s reads the terminal. Answer it with bash_input or write_bash, stop it with kill_bash; it goes on in the background and its end wakes you]",
-		sh.id, firstLine(c.line), m.wait.Name)
-	ctx.Send(c.waiter, r)
-	c.waiter = nil
+	if sh.shownAt >= sh.logEnd() {
+		return
+	}
+	tail, cut := agenttools.LastChars(agenttools.Clean(c.printed()), agenttools.CompletionChars)
+	if cut {
+		tail = "…" + tail
+	}
+	text := fmt.Sprintf("Background command `%s` in shell %s is waiting for input: %s reads the terminal. Answer it with bash_input.", firstLine(c.line), sh.id, m.wait.Name)
+	if strings.TrimSpace(tail) != "" {
+		text += "\n" + tail
+	}
+	s.wake(ctx, WakeNotice{Chat: sh.chat, ShellID: sh.id, Terminal: sh.uri, Command: c.seq, Text: text, At: time.Now()}, c.by)
 }
 
 // fullScreen answers a command's call once it opens the alternate screen (an
@@ -362,7 +413,7 @@ func (s *service) read(ctx actor.Context, m *Read) {
 		}
 	}
 	raw, end := sh.logSince(sh.readAt)
-	sh.readAt = end
+	sh.readAt, sh.shownAt = end, max(sh.shownAt, end)
 	text := agenttools.Clean(raw)
 	if filter != nil {
 		var keep []string
@@ -450,6 +501,7 @@ func (s *service) answerWrite(ctx actor.Context, sh *shell) {
 	if end > sh.readAt {
 		sh.readAt = end
 	}
+	sh.shownAt = max(sh.shownAt, end)
 	ctx.Send(w.waiter, s.readResult(sh, shape(w.family, raw)))
 	w.waiter = nil
 }

@@ -98,8 +98,9 @@ func (s *service) watch(ctx actor.Context, m *Watch) {
 		mon.end = s.after(ctx, timeout, &monitorEnd{id: mon.id})
 	}
 	if own {
-		c := &command{seq: s.seq, line: m.Command, family: m.Family, by: m.Principal.User, started: time.Now()}
+		c := &command{seq: s.seq, line: m.Command, family: m.Family, by: m.Principal.User, started: time.Now(), toldWaiting: -1}
 		sh.cmd, mon.cmd = c, c
+		s.startLooking(ctx, sh, c)
 		if sh.opened {
 			s.typeCommand(ctx, sh, c)
 		}

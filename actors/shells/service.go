@@ -162,6 +162,9 @@ type shell struct {
 	log     strings.Builder // the output held for reads, from logStart on
 	logBase int             // bytes dropped from the front of log
 	readAt  int             // absolute offset of the last read's end
+	// shownAt is the absolute offset up to which some answer has shown the agent
+	// what the shell printed (a read, a write's answer, a command's answer).
+	shownAt int
 
 	cmd    *command // the command running, nil when idle
 	last   *command // the newest command that ended
@@ -196,6 +199,12 @@ type command struct {
 	// looks in a row found it reading the terminal.
 	outBytes, lookedAt int
 	readingLooks       int
+	// lookEvery is the gap before the next look; toldWaiting is outBytes when the
+	// agent was last told the command waits for input (-1: never), so one quiet
+	// question is told once.
+	lookEvery   time.Duration
+	lookTimer   *time.Timer
+	toldWaiting int
 	// background: the command outlives its call (async, run_in_background, or past
 	// its wait); its end wakes the session. work is its background row's id.
 	background bool
@@ -676,6 +685,7 @@ func (s *service) output(ctx actor.Context, sh *shell, data string) {
 		before := c.raw.Len()
 		c.raw.WriteString(data)
 		c.outBytes += len(data)
+		s.lookSoon(ctx, sh, c)
 		if c.sentinel != "" {
 			if code, ok := integration.SentinelCodeSince(c.raw.String(), before, c.sentinel); ok {
 				s.ended(ctx, sh, &code, "")
@@ -709,6 +719,9 @@ func enteredAltScreen(raw string, from int) bool {
 	return false
 }
 
+// logEnd is the absolute offset of the end of what the shell printed.
+func (sh *shell) logEnd() int { return sh.logBase + sh.log.Len() }
+
 // logSince is the held output from absolute offset from on, and the offset of its end.
 func (sh *shell) logSince(from int) (string, int) {
 	end := sh.logBase + sh.log.Len()
@@ -736,6 +749,9 @@ func (s *service) stopping(ctx actor.Context) {
 		}
 		if c := sh.cmd; c != nil && c.timer != nil {
 			c.timer.Stop()
+		}
+		if c := sh.cmd; c != nil && c.lookTimer != nil {
+			c.lookTimer.Stop()
 		}
 		s.keep(ctx, sh)
 		ctx.Send(s.spec.Root, &terminal.Dispose{URI: sh.uri})
