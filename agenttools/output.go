@@ -48,7 +48,15 @@ func ForModel(raw string, maxLines, maxBytes int) string {
 	if maxBytes <= 0 {
 		maxBytes = ModelMaxBytes
 	}
-	return tail(Clean(raw), maxLines, maxBytes)
+	return tail(Clean(raw), maxLines, maxBytes, 0, 0)
+}
+
+// ForModelAfter is ForModel for output whose first earlierLines lines and
+// earlierBytes bytes were let go before raw (a long command's held output keeps
+// only its end): the marker counts them too, and is there whenever they are more
+// than none, so the model is told how much it did not see.
+func ForModelAfter(raw string, earlierLines, earlierBytes int) string {
+	return tail(Clean(raw), ModelMaxLines, ModelMaxBytes, earlierLines, earlierBytes)
 }
 
 // HostOutput is what the host tool family answers with: control sequences removed
@@ -310,14 +318,14 @@ func countLines(text string) int {
 
 // tail keeps the end of text within maxLines lines and maxBytes bytes, the marker
 // included, preferring whole lines.
-func tail(text string, maxLines, maxBytes int) string {
+func tail(text string, maxLines, maxBytes, earlierLines, earlierBytes int) string {
 	total := countLines(text)
-	if total <= maxLines && len(text) <= maxBytes {
+	if total <= maxLines && len(text) <= maxBytes && earlierLines == 0 && earlierBytes == 0 {
 		return text
 	}
 	// Room for the marker is set aside at its longest: its counts can only be
 	// smaller than the totals, so the real one is no longer.
-	room := maxBytes - longestMarker(total, len(text)) - 1 // and its \n
+	room := maxBytes - longestMarker(total+earlierLines, len(text)+earlierBytes) - 1 // and its \n
 	keepLines := maxLines - 1
 
 	start, partial := len(text), false
@@ -350,9 +358,9 @@ func tail(text string, maxLines, maxBytes int) string {
 
 	var mark string
 	if partial {
-		mark = marker(strings.Count(text[:start], "\n"), start, true)
+		mark = marker(strings.Count(text[:start], "\n")+earlierLines, start+earlierBytes, true)
 	} else {
-		mark = marker(countLines(text[:start]), start, false)
+		mark = marker(countLines(text[:start])+earlierLines, start+earlierBytes, false)
 	}
 	if start == len(text) {
 		return mark

@@ -145,6 +145,31 @@ func TestForModelTail(t *testing.T) {
 	}
 }
 
+// Output let go before what is held is counted in the marker, which is there even
+// when what is held fits.
+func TestForModelAfterCountsWhatWentBefore(t *testing.T) {
+	if got, want := ForModelAfter("a\r\nb\r\n", 10, 40), "[… 10 earlier lines (40 bytes) dropped]\na\nb\n"; got != want {
+		t.Errorf("what fits: %q, want %q", got, want)
+	}
+	var held strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&held, "%d\n", i)
+	}
+	got := ForModelAfter(held.String(), 5, 50)
+	first, rest, _ := strings.Cut(got, "\n")
+	// 1,999 lines are kept beside the marker: 1,001 held lines go, and 5 went before.
+	if keptLines := strings.Count(rest, "\n"); keptLines != ModelMaxLines-1 {
+		t.Fatalf("%d lines kept, want %d", keptLines, ModelMaxLines-1)
+	}
+	goneBytes := len(held.String()) - len(rest) + 50
+	if want := fmt.Sprintf("[… 1006 earlier lines (%d bytes) dropped]", goneBytes); first != want {
+		t.Errorf("marker %q, want %q", first, want)
+	}
+	if ForModelAfter("x\n", 0, 0) != "x\n" {
+		t.Error("with nothing gone before, ForModelAfter is ForModel")
+	}
+}
+
 func TestMarker(t *testing.T) {
 	tests := []struct {
 		lines, bytes int

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -434,6 +435,35 @@ func TestMCPCommandWaitingForInputAnswersWithItsQuestion(t *testing.T) {
 	}
 	a.call("bash_input", map[string]any{"bash_id": repl.shellID(), "input": "exit()", "submit": true})
 	a.until("bash_output", map[string]any{"bash_id": repl.shellID()}, func(r toolResult) bool { return strings.Contains(r.latest, "idle") })
+}
+
+// A command that prints more than the host holds (LogChars) is answered with its
+// end, and the marker counts every line before it, the ones let go included.
+func TestMCPLongOutputIsCountedWhole(t *testing.T) {
+	h := ptyHost(t, withShells(func(o *shells.Options) { o.LogChars = 100_000 }))
+	a := h.mcpAgent(h.owner, "tools=pty")
+	r := a.call("bash", map[string]any{"command": "seq 1 100000"})
+	marker, rest, _ := strings.Cut(r.text, "\n")
+	var dropped, droppedBytes int
+	if _, err := fmt.Sscanf(marker, "[… %d earlier lines (%d bytes) dropped]", &dropped, &droppedBytes); err != nil {
+		t.Fatalf("the answer does not start with a marker (%v):\n%s", err, lastOf(r.text, 500))
+	}
+	lines := strings.Split(strings.TrimSpace(rest), "\n")
+	lines = lines[:len(lines)-1] // the status line
+	if first := lines[0]; first != strconv.Itoa(dropped+1) {
+		t.Errorf("the marker says %d earlier lines, but the first line shown is %q", dropped, first)
+	}
+	if last := lines[len(lines)-1]; last != "100000" || dropped+len(lines) != 100000 {
+		t.Errorf("%d lines dropped and %d shown, the last %q: want 100000 in all, the last \"100000\"", dropped, len(lines), last)
+	}
+	// Every line is "N\n": the bytes before the first shown line are the numbers' digits and newlines.
+	want := 0
+	for n := 1; n <= dropped; n++ {
+		want += len(strconv.Itoa(n)) + 1
+	}
+	if droppedBytes != want {
+		t.Errorf("the marker says %d bytes dropped, want %d", droppedBytes, want)
+	}
 }
 
 func TestMCPInputKeysDriveAnInteractiveProgram(t *testing.T) {

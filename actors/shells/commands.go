@@ -105,7 +105,12 @@ func (c *command) printed() string {
 // counts as shown.
 func (s *service) answer(sh *shell, c *command) *Result {
 	sh.shownAt = max(sh.shownAt, sh.logEnd())
-	r := &Result{ShellID: sh.id, Terminal: sh.uri, Output: shape(c.family, c.printed()), ExitCode: c.exit, Running: !c.done}
+	printed := c.printed()
+	output := shape(c.family, printed)
+	if c.family != HostFamily && c.droppedBytes > 0 {
+		output = agenttools.ForModelAfter(printed, c.droppedLines, c.droppedBytes)
+	}
+	r := &Result{ShellID: sh.id, Terminal: sh.uri, Output: output, ExitCode: c.exit, Running: !c.done}
 	if c.done {
 		r.EndShown = c.seq
 	}

@@ -202,9 +202,11 @@ type command struct {
 	// lookEvery is the gap before the next look; toldWaiting is outBytes when the
 	// agent was last told the command waits for input (-1: never), so one quiet
 	// question is told once.
-	lookEvery   time.Duration
-	lookTimer   *time.Timer
-	toldWaiting int
+	// droppedLines and droppedBytes are what raw let go of its start.
+	droppedLines, droppedBytes int
+	lookEvery                  time.Duration
+	lookTimer                  *time.Timer
+	toldWaiting                int
 	// background: the command outlives its call (async, run_in_background, or past
 	// its wait); its end wakes the session. work is its background row's id.
 	background bool
@@ -697,7 +699,18 @@ func (s *service) output(ctx actor.Context, sh *shell, data string) {
 		if over := c.raw.Len() - s.opts.LogChars; over > c.raw.Len()/4 && over > 0 {
 			// A command's own output is held like the shell's log: a background build
 			// printing for hours keeps its last LogChars, which is more than an answer shows.
-			rest := c.raw.String()[over:]
+			// It is let go up to a line's end, so what is held starts a line and the
+			// lines let go can be counted for the answer's marker.
+			raw := c.raw.String()
+			if nl := strings.IndexByte(raw[over:], '\n'); nl >= 0 && nl < 4096 {
+				over += nl + 1
+			}
+			// Counted as an answer shows text: cleaned (a pseudoterminal's CRLF is one
+			// byte there). It costs one pass over what goes, once per LogChars/4 printed.
+			gone := agenttools.Clean(raw[:over])
+			c.droppedLines += strings.Count(gone, "\n")
+			c.droppedBytes += len(gone)
+			rest := raw[over:]
 			c.raw.Reset()
 			c.raw.WriteString(rest)
 		}
