@@ -1,10 +1,10 @@
 package auth
 
 // A cluster's users: every node keeps its own copy of the users file, and the nodes
-// send each other their copies (actors/cluster) and merge what they receive here, so
-// a user made, changed or revoked on any node is known on every node. No node and no
-// other service is the one place users live: a node signs people in from its own
-// file even while the others are out of reach.
+// send each other their copies (actors/cluster/users) and merge what they receive
+// here, so a user made, changed or revoked on any node is known on every node. No
+// node and no other service is the one place users live: a node signs people in from
+// its own file even while the others are out of reach.
 //
 // The merge is a join: the same on every node whatever order copies arrive in, and
 // merging a copy twice changes nothing, so nodes that have seen the same changes hold

@@ -54,5 +54,6 @@
 // (reserve.go); which node is a URI's home is package rendezvous's pure decision.
 //
 // Users and grants are the cluster's: a users actor on each node sends the others its
-// copy of the users file and merges theirs (users.go).
+// copy of the users file and merges theirs (package users, which this package spawns
+// and gives the membership to through users.Node).
 package cluster

@@ -22,11 +22,11 @@ import (
 
 	"github.com/labstack/echo"
 	"github.com/termhost/termhost/actors/cluster/nodeauth"
+	"github.com/termhost/termhost/actors/cluster/users"
 	"github.com/termhost/termhost/actors/cluster/wire"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/termhost/termhost/actors/delivery"
-	"github.com/termhost/termhost/auth"
 )
 
 // NodeName is the node actor's name on every node.
@@ -71,7 +71,7 @@ type Member struct {
 	addr     string
 	instance string
 	// users is this node's copy of the cluster's users, once SpawnUsers has run.
-	users *auth.Store
+	users *users.Replica
 	gw    *gateway
 	// topology is the provider's latest member list, as its ClusterTopology events
 	// said it.

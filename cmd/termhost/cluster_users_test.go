@@ -20,7 +20,7 @@ import (
 )
 
 // The cluster's users: nodes that share no folder still share their users, tokens and
-// grants (actors/cluster/users.go, auth/replica.go).
+// grants (actors/cluster/users, auth/replica.go).
 
 func TestClusterUsersWithSeeds(t *testing.T) {
 	// Not parallel, as TestClusterWithEtcd.

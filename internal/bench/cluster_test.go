@@ -34,7 +34,7 @@ func checkCluster(t *testing.T, rep *report.Report, where string) {
 // TestClusterInProcess runs the scenario with its three nodes in the test's process.
 // Not under -race: three nodes in one process race outside this package, where the
 // detector sees it: every remote's Start sets grpc's process-wide logger while the
-// others' gRPC logs through it, and Member.SyncUsers (actors/cluster/users.go) reads
+// others' gRPC logs through it, and Member.SyncUsers (actors/cluster/users) reads
 // protoactor's member list while the seeds provider replaces it. Nodes as processes
 // (TestClusterProcesses) are what deployments run, and run under -race.
 func TestClusterInProcess(t *testing.T) {

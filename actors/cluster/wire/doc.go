@@ -1,7 +1,8 @@
 // Package wire owns the bytes termhost's nodes send one another: every message that
-// passes between nodes (package cluster sends and acts on them), how each one is
-// encoded, and how the receiving node decodes it. A message here is plain data: the
-// package holds no state and knows nothing of the cluster's actors or membership.
+// passes between nodes (packages cluster and users send and act on them), how each
+// one is encoded, and how the receiving node decodes it. A message here is plain
+// data: the package holds no state and knows nothing of the cluster's actors or
+// membership.
 //
 // protoactor-go's remote asks a message that is not protobuf to turn itself into one
 // (remote.RootSerializable): each message here becomes a protobuf BytesValue, a

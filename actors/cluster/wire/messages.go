@@ -183,7 +183,7 @@ type DisposeResult struct {
 	Err *messages.Error `json:"err,omitempty"`
 }
 
-// Users: what the users actors send one another (package cluster, users.go).
+// Users: what the users actors send one another (package users).
 
 // UsersDoc is a node's copy of its users file, as auth.Store.Export gives it: users,
 // roles, versions and token hashes (never a token). From is the sender's address.
