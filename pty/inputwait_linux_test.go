@@ -67,11 +67,7 @@ func TestForegroundInputSeesAJobReadingTheTerminal(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.python {
-				requirePython(t)
-			}
-			r := start(t, Spec{Command: tc.command, UsePty: true})
-			r.out.waitFor(testContext(t), t, "go")
+			r := startCase(t, tc.command, tc.python)
 			w := waitForInputWait(t, r)
 			if w.Name != tc.waiter || w.Pid <= 0 {
 				t.Errorf("the waiting process is %q (pid %d), want %q", w.Name, w.Pid, tc.waiter)
@@ -94,11 +90,7 @@ func TestForegroundInputIgnoresWaitsThatAreNotForAPerson(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.python {
-				requirePython(t)
-			}
-			r := start(t, Spec{Command: tc.command, UsePty: true})
-			r.out.waitFor(testContext(t), t, "go")
+			r := startCase(t, tc.command, tc.python)
 			waitUntilBlocked(t, r, tc.blocked)
 			for range 3 {
 				if w := ForegroundInput(r.p.Pid()); w.Waiting {
@@ -124,6 +116,18 @@ func TestForegroundInputIgnoresWaitsThatAreNotForAPerson(t *testing.T) {
 			t.Fatalf("a process on pipes has no terminal, but ForegroundInput says %s waits", w.Name)
 		}
 	})
+}
+
+// startCase starts command under a pseudoterminal and waits for its "go": what it
+// waits on comes after.
+func startCase(t *testing.T, command string, python bool) *running {
+	t.Helper()
+	if python {
+		requirePython(t)
+	}
+	r := start(t, Spec{Command: command, UsePty: true})
+	r.out.waitFor(testContext(t), t, "go")
+	return r
 }
 
 func requirePython(t *testing.T) {
