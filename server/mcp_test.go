@@ -397,8 +397,10 @@ func TestMCPCommandWaitingForInputAnswersWithItsQuestion(t *testing.T) {
 		t.Fatalf("an answer that reports the command's end repeats its wake:\n%s", seen)
 	}
 
-	// In the background, the question wakes the agent, once.
-	bg := a.call("bash", map[string]any{"command": "sleep 0.3; read -p 'Continue? ' x; echo got-$x", "run_in_background": true})
+	// In the background, the question wakes the agent, once; the next question is in
+	// the answer to bash_input, which wakes nobody, and that answer does not repeat
+	// the first question's wake.
+	bg := a.call("bash", map[string]any{"command": "sleep 0.3; read -p 'Continue? ' x; read -p 'Sure? ' y; echo got-$x-$y", "run_in_background": true})
 	asked := func(logs []string) int {
 		n := 0
 		for _, l := range logs {
@@ -409,10 +411,17 @@ func TestMCPCommandWaitingForInputAnswersWithItsQuestion(t *testing.T) {
 		return n
 	}
 	a.waitLogs("the background command's question", func(logs []string) bool { return asked(logs) > 0 })
+	sure := a.call("bash_input", map[string]any{"bash_id": bg.shellID(), "input": "yes", "submit": true})
+	if strings.Contains(sure.text, "While you were away") {
+		t.Fatalf("the answer to the question repeats its wake:\n%s", sure.text)
+	}
+	if !strings.Contains(sure.text, "Sure? ") {
+		a.until("bash_output", map[string]any{"bash_id": bg.shellID()}, func(r toolResult) bool { return strings.Contains(r.text, "Sure? ") })
+	}
 	a.call("bash_input", map[string]any{"bash_id": bg.shellID(), "input": "yes", "submit": true})
 	logs := a.waitLogs("the background command's end", func(logs []string) bool {
 		for _, l := range logs {
-			if strings.Contains(l, "ended with exit code 0") && strings.Contains(l, "got-yes") {
+			if strings.Contains(l, "ended with exit code 0") && strings.Contains(l, "got-yes-yes") {
 				return true
 			}
 		}

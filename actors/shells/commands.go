@@ -312,7 +312,7 @@ func (s *service) inputLooked(ctx actor.Context, m *inputLooked) {
 	if strings.TrimSpace(tail) != "" {
 		text += "\n" + tail
 	}
-	s.wake(ctx, WakeNotice{Chat: sh.chat, ShellID: sh.id, Terminal: sh.uri, Command: c.seq, Text: text, At: time.Now()}, c.by)
+	s.wake(ctx, WakeNotice{Chat: sh.chat, ShellID: sh.id, Terminal: sh.uri, Command: c.seq, WaitsForInput: true, Text: text, At: time.Now()}, c.by)
 }
 
 // fullScreen answers a command's call once it opens the alternate screen (an

@@ -154,9 +154,12 @@ type WakeNotice struct {
 	ShellID  string
 	Terminal string
 	Monitor  string // the monitor's id, "" for a command's end
-	Command  int    // the ended command's number in the session (Result.EndShown), 0 for a monitor
-	Text     string
-	At       time.Time
+	Command  int    // the command's number in the session (Result.EndShown), 0 for a monitor
+	// WaitsForInput says the wake is a background command's question, not its end:
+	// stale once an answer shows the agent that shell as it is now.
+	WaitsForInput bool
+	Text          string
+	At            time.Time
 }
 
 // Attach tells the service about a sink bound to a chat: it gets every later

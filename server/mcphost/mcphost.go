@@ -508,7 +508,7 @@ func (b *binding) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Call
 	}
 	if r.Err != nil {
 		out := toolError(r.Err)
-		b.prependWakes(out, 0)
+		b.prependWakes(out, nil, false)
 		return out, nil
 	}
 	return b.result(r, name), nil
@@ -555,16 +555,29 @@ func (b *binding) result(r *shells.Result, tool string) *sdk.CallToolResult {
 		structured["shells"] = r.Shells
 	}
 	out := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text.String()}}, StructuredContent: structured}
-	b.prependWakes(out, r.EndShown)
+	b.prependWakes(out, r, readsShell(tool))
 	return out
 }
 
+// readsShell says whether a tool's answer shows what its shell printed up to now.
+func readsShell(tool string) bool {
+	switch tool {
+	case "bash_output", "read_bash", "bash_input", "write_bash":
+		return true
+	}
+	return false
+}
+
 // prependWakes puts the wakes not yet shown before a tool result's own text, but
-// for the end of command endShown, which the result itself reports (an answer
-// to bash_input that finished a command the call before left waiting).
-func (b *binding) prependWakes(out *sdk.CallToolResult, endShown int) {
+// those the result itself says better: the end of the command it reports (an
+// answer to bash_input that finished a command the call before left waiting),
+// and a question of a shell whose output it shows as it is now.
+func (b *binding) prependWakes(out *sdk.CallToolResult, r *shells.Result, readsShell bool) {
 	wakes := slices.DeleteFunc(b.takePending(), func(w shells.WakeNotice) bool {
-		return endShown != 0 && w.Command == endShown
+		if r == nil {
+			return false
+		}
+		return r.EndShown != 0 && w.Command == r.EndShown || w.WaitsForInput && readsShell && w.ShellID == r.ShellID
 	})
 	if len(wakes) == 0 {
 		return
