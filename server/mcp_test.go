@@ -446,6 +446,19 @@ func TestMCPCommandWaitingForInputAnswersWithItsQuestion(t *testing.T) {
 	a.until("bash_output", map[string]any{"bash_id": repl.shellID()}, func(r toolResult) bool { return strings.Contains(r.latest, "idle") })
 }
 
+// Where commands end by a sentinel line (sh), a command that reads the terminal
+// takes that line, and the shell is back at its prompt with nothing to mark the
+// end: the answer comes when the shell waits, and says the reader is the shell.
+func TestMCPSentinelShellReadingTheTerminalSaysTheShellReads(t *testing.T) {
+	h := ptyHost(t, withShells(func(o *shells.Options) { o.Window = time.Hour }),
+		func(c *server.Config) { c.Root.DefaultShell = "/bin/sh" })
+	a := h.mcpAgent(h.owner, "tools=pty")
+	r := a.call("bash", map[string]any{"command": "read x"})
+	if !r.running() || !strings.Contains(r.text, "waiting for input: the shell itself (sh") {
+		t.Fatalf("a sentinel shell's read answered:\n%s", r.text)
+	}
+}
+
 // A command that prints more than the host holds (LogChars) is answered with its
 // end, and the marker counts every line before it, the ones let go included.
 func TestMCPLongOutputIsCountedWhole(t *testing.T) {

@@ -289,6 +289,12 @@ func (s *service) inputLooked(ctx actor.Context, m *inputLooked) {
 	}
 	c.toldWaiting = c.outBytes
 	s.opts.Logger.Debug("agent command waits for input", "shell", sh.id, "process", m.wait.Name, "pid", m.wait.Pid, "answering", c.waiter != nil)
+	reader := m.wait.Name
+	if c.sentinel != "" && m.wait.Pid == sh.pid {
+		// The shell itself reads: its read builtin, or, as likely, the shell back at
+		// its prompt because the command read the line typed to mark its end.
+		reader = fmt.Sprintf("the shell itself (%s: a read builtin, or its prompt if the command took the line that marks its end)", m.wait.Name)
+	}
 	if c.waiter != nil {
 		if c.timer != nil {
 			c.timer.Stop()
@@ -296,7 +302,7 @@ func (s *service) inputLooked(ctx actor.Context, m *inputLooked) {
 		s.toBackground(ctx, sh, c)
 		r := s.answer(sh, c)
 		r.Status = fmt.Sprintf("[%s: `%s` is waiting for input: %s reads the terminal. Answer it with bash_input or write_bash, stop it with kill_bash; it goes on in the background and its end wakes you]",
-			sh.id, firstLine(c.line), m.wait.Name)
+			sh.id, firstLine(c.line), reader)
 		ctx.Send(c.waiter, r)
 		c.waiter = nil
 		return
@@ -308,7 +314,7 @@ func (s *service) inputLooked(ctx actor.Context, m *inputLooked) {
 	if cut {
 		tail = "…" + tail
 	}
-	text := fmt.Sprintf("Background command `%s` in shell %s is waiting for input: %s reads the terminal. Answer it with bash_input.", firstLine(c.line), sh.id, m.wait.Name)
+	text := fmt.Sprintf("Background command `%s` in shell %s is waiting for input: %s reads the terminal. Answer it with bash_input.", firstLine(c.line), sh.id, reader)
 	if strings.TrimSpace(tail) != "" {
 		text += "\n" + tail
 	}
