@@ -12,6 +12,7 @@ import (
 	"github.com/termhost/termhost/actors/agentmsg"
 	"github.com/termhost/termhost/actors/backendterm"
 	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/session/commandcall"
 	"github.com/termhost/termhost/actors/session/permission"
 	"github.com/termhost/termhost/messages"
 )
@@ -186,7 +187,7 @@ func (s *session) agentTakes(msg messages.Message) bool {
 	if msg.OriginKind() == messages.OriginSystemNotification {
 		return true
 	}
-	_, isCommand := commandOf(msg.Text())
+	_, isCommand := commandcall.Parse(msg.Text())
 	return !isCommand
 }
 

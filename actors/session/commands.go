@@ -13,20 +13,13 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/session/commandcall"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/integration"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/messages/toolterm"
 	"github.com/termhost/termhost/persistence"
 	"github.com/termhost/termhost/pty"
-	"github.com/termhost/termhost/screen"
-)
-
-// How a `!` command shows as a tool call, and its terminal's title.
-const (
-	commandToolName    = "terminal"
-	commandDisplayName = "Terminal"
-	commandTitle       = "Terminal"
 )
 
 // commandRun is one `!` command from typing to its completed tool call.
@@ -72,17 +65,6 @@ type turnSteps struct {
 	spare string
 }
 
-// commandOf is the shell command a turn's text asks for: text after a leading `!`.
-// A lone `!`, or one followed only by spaces, is somebody typing an exclamation point.
-func commandOf(text string) (string, bool) {
-	rest, ok := strings.CutPrefix(text, "!")
-	if !ok {
-		return "", false
-	}
-	cmd := strings.TrimSpace(rest)
-	return cmd, cmd != ""
-}
-
 // startTurn runs a turn that has started with msg, by is whose turn it is ("" when
 // unknown): in a session with an agent, anything but a `!` command goes to the agent
 // (agentside.go), wakes included. Without one, a system notification (a Wake)
@@ -104,7 +86,7 @@ func (s *session) startTurn(ctx actor.Context, c *chat, turnID string, msg messa
 		return
 	}
 	text := msg.Text()
-	command, isCommand := commandOf(text)
+	command, isCommand := commandcall.Parse(text)
 	if !isCommand {
 		s.chatAction(c, messages.ChatErrorAction{TurnID: turnID, Duration: 0, Error: messages.ErrorInfo{ErrorType: "noAgent", Message: noAgent}})
 		c.lastTurn = turnID
@@ -151,11 +133,11 @@ func (s *session) runCommand(ctx actor.Context, c *chat, turnID, text, command s
 	c.shells = append(c.shells, r.terminal)
 	s.prepare(r)
 	s.chatAction(c, messages.ChatToolCallStartAction{TurnID: turnID, ToolCallID: toolCallID,
-		ToolName: commandToolName, DisplayName: commandDisplayName, Intention: command})
+		ToolName: commandcall.ToolName, DisplayName: commandcall.DisplayName, Intention: command})
 	s.chatAction(c, messages.ChatToolCallReadyAction{TurnID: turnID, ToolCallID: toolCallID,
 		InvocationMessage: command, ToolInput: command, Intention: command, Confirmed: messages.ConfirmedNotNeeded})
 	if s.closed {
-		s.finish(ctx, r, endFailed, false, errors.New(ClosingHost), nil)
+		s.finish(ctx, r, commandcall.Ending{How: commandcall.Failed, Failure: errors.New(ClosingHost)})
 		return
 	}
 	cwd := ""
@@ -169,7 +151,7 @@ func (s *session) runCommand(ctx actor.Context, c *chat, turnID, text, command s
 	create := &terminal.Create{
 		URI:     r.terminal,
 		Claim:   messages.Claim{Kind: messages.ClaimSession, Session: s.uri, Chat: c.uri, TurnID: turnID, ToolCallID: toolCallID},
-		Name:    commandTitle,
+		Name:    commandcall.Title,
 		Cwd:     cwd,
 		Spec:    terminal.Spec{Shell: shell, PreventShellHistory: true, NonInteractive: true, StrictCwd: true},
 		Watcher: ctx.Self(),
@@ -227,7 +209,7 @@ func (s *session) opened(ctx actor.Context, toolCallID string, res *terminal.Cre
 		} else if err != nil {
 			reason = err.Error()
 		}
-		s.finish(ctx, r, endFailed, false, errors.New(reason), nil)
+		s.finish(ctx, r, commandcall.Ending{How: commandcall.Failed, Failure: errors.New(reason)})
 		return
 	}
 	r.steps.listed = time.Now()
@@ -238,7 +220,7 @@ func (s *session) opened(ctx actor.Context, toolCallID string, res *terminal.Cre
 	}
 	r.marks = res.Detection
 	s.chatAction(r.chat, messages.ChatToolCallContentChangedAction{TurnID: r.turnID, ToolCallID: r.toolCallID,
-		Content: []messages.TerminalContent{r.block()}})
+		Content: []messages.TerminalContent{commandcall.Block(r.terminal, r.isPty)}})
 	// A leading space keeps the command out of a POSIX shell's history.
 	line := " " + r.command
 	if !r.marks {
@@ -267,9 +249,9 @@ func (s *session) opened(ctx actor.Context, toolCallID string, res *terminal.Cre
 }
 
 // endRun finishes the command with that tool call id, unless it has finished.
-func (s *session) endRun(ctx actor.Context, toolCallID, how string, success bool) {
+func (s *session) endRun(ctx actor.Context, toolCallID string, end commandcall.Ending) {
 	if r := s.findRun(toolCallID); r != nil {
-		s.finish(ctx, r, how, success, nil, nil)
+		s.finish(ctx, r, end)
 	}
 }
 
@@ -281,11 +263,6 @@ func (s *session) findRun(id string) *commandRun {
 		}
 	}
 	return nil
-}
-
-// block is the terminal block naming the command's terminal.
-func (r *commandRun) block() messages.TerminalContent {
-	return messages.TerminalContent{Resource: r.terminal, Title: commandTitle, IsPty: r.isPty}
 }
 
 // terminalEvent reads a command's terminal as a client reads it.
@@ -322,7 +299,7 @@ func (s *session) terminalEvent(ctx actor.Context, m *terminal.Event) {
 		r.output.WriteString(*a.Data)
 		if !r.marks {
 			if code, ok := integration.SentinelCodeSince(r.output.String(), before, r.sentinel); ok {
-				s.endWithCode(ctx, r, code)
+				s.finish(ctx, r, commandcall.Exited(code))
 			}
 		}
 	case messages.TerminalCommandExecuted:
@@ -337,74 +314,43 @@ func (s *session) terminalEvent(ctx actor.Context, m *terminal.Event) {
 			if a.ExitCode != nil {
 				code = *a.ExitCode
 			}
-			s.endWithCode(ctx, r, code)
+			s.finish(ctx, r, commandcall.Exited(code))
 		}
 	case messages.TerminalExited:
-		s.finish(ctx, r, endShellExited, false, nil, nil)
+		s.finish(ctx, r, commandcall.Ending{How: commandcall.ShellExited})
 	case messages.TerminalClaimed:
 		if a.Claim != nil && a.Claim.Kind == messages.ClaimSession && a.Claim.Session == s.uri && a.Claim.ToolCallID == "" {
-			s.finish(ctx, r, endBackground, true, nil, nil)
+			s.finish(ctx, r, commandcall.Ending{How: commandcall.InBackground, Success: true})
 		}
 	}
 }
 
-func (s *session) endWithCode(ctx actor.Context, r *commandRun, code int) {
-	if code == 0 {
-		s.finish(ctx, r, endRan, true, nil, &code)
-		return
-	}
-	s.finish(ctx, r, fmt.Sprintf("Command exited with code %d", code), false, nil, &code)
+// outputRead is what the command's terminal printed once it was typed, as the run
+// read it.
+func (r *commandRun) outputRead() commandcall.Output {
+	return commandcall.Output{Raw: r.output.String(), Marks: r.marks, Command: r.command, Sentinel: r.sentinel}
 }
 
-// printed is the command's text without escape sequences or the sentinel's lines.
-func (r *commandRun) printed() string {
-	text := screen.StripEscapes(r.output.String())
-	if r.marks {
-		return text
-	}
-	out := integration.WithoutSentinel(text, r.sentinel)
-	// Under a pseudoterminal the shell echoes the typed line first.
-	out = strings.TrimPrefix(out, " "+r.command+"\n")
-	return out
-}
-
-// finish completes a command's tool call and its turn, however it ended: how is the
-// call's past tense, failure a reason it could not run, exit the command's exit code
-// when it exited.
-func (s *session) finish(ctx actor.Context, r *commandRun, how string, success bool, failure error, exit *int) {
+// finish completes a command's tool call and its turn, however it ended.
+func (s *session) finish(ctx actor.Context, r *commandRun, end commandcall.Ending) {
 	if r.done {
 		return
 	}
 	r.done = true
-	r.atPrompt = failure == nil && exit != nil
+	r.atPrompt = end.Failure == nil && end.Exit != nil
 	r.steps.finished = time.Now()
 	if r.timer != nil {
 		r.timer.Stop()
 	}
 	close(r.stopAlt)
 	c := r.chat
-	block := r.block()
-	result := messages.ToolCallResult{Success: success, PastTenseMessage: how}
-	if failure != nil {
-		result.PastTenseMessage = endFailed
-		result.Error = &messages.ToolCallError{Message: failure.Error()}
-		result.Success = false
-	} else {
-		preview, truncated := lastChars(r.printed(), previewLimit)
-		block.Result = &messages.TerminalCommandResult{ExitCode: exit, Preview: preview, Truncated: truncated}
-		if how == endTimedOut || how == endShellExited {
-			result.Error = &messages.ToolCallError{Message: how}
-		}
-	}
-	if r.typed || failure == nil {
-		result.Content = []messages.TerminalContent{block}
-	}
+	result := end.Result(commandcall.Block(r.terminal, r.isPty), r.typed, r.outputRead())
 	s.chatAction(c, messages.ChatToolCallCompleteAction{TurnID: r.turnID, ToolCallID: r.toolCallID, Result: result})
 	anchor := c.lastTurn
 	c.lastTurn = r.turnID
 	// The turn completes once it is kept (turnKept): a turn a client was told is
 	// complete survives the host being killed right after.
-	s.keep(ctx, r, anchor, result, exit)
+	s.keep(ctx, r, anchor, result, end.Exit)
 }
 
 // keeping reports whether the turn's command has ended and its turn is being kept.
@@ -491,7 +437,7 @@ func (s *session) keep(ctx actor.Context, r *commandRun, anchor string, result m
 	var printed string
 	if r.typed {
 		snapshot = ctx.RequestFuture(s.root, &terminal.SnapshotQuery{URI: r.terminal}, channel.RequestTimeout)
-		printed = r.printed()
+		printed = r.outputRead().Printed()
 	}
 	store, logger, sessionURI, chatURI := s.store, s.cfg.Logger, s.uri, r.chat.uri
 	uri, isPty, prepared := r.terminal, r.isPty, r.prepared
@@ -510,7 +456,7 @@ func (s *session) keep(ctx actor.Context, r *commandRun, anchor string, result m
 					output = st.Text()
 				}
 			}
-			f.Terminal = &persistence.RetainedTerminal{URI: uri, Title: commandTitle, Output: output, ExitCode: exit, IsPty: isPty,
+			f.Terminal = &persistence.RetainedTerminal{URI: uri, Title: commandcall.Title, Output: output, ExitCode: exit, IsPty: isPty,
 				Session: sessionURI, Chat: chatURI, ToolCallID: turn.ToolCallID, Saved: time.Now()}
 		}
 		snapshotAt := time.Now()

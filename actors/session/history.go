@@ -5,6 +5,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/termhost/termhost/actors/session/commandcall"
 	"github.com/termhost/termhost/actors/session/turnwindow"
 	"github.com/termhost/termhost/auth"
 	"github.com/termhost/termhost/messages"
@@ -145,11 +146,11 @@ func (s *session) fetchTurns(ctx actor.Context, m *FetchTurns) {
 func keptTurn(t persistence.LocalTurn) messages.Turn {
 	var result messages.ToolCallResult
 	_ = json.Unmarshal(t.Result, &result)
-	cmd, _ := commandOf(t.Text)
+	cmd, _ := commandcall.Parse(t.Text)
 	return messages.Turn{
 		ID: t.ID, StartedAt: isoTime(t.StartedAt), Duration: t.EndedAt.Sub(t.StartedAt).Milliseconds(),
 		Message: messages.UserMessage(t.Text), State: t.State,
-		ToolCall: messages.CompletedToolCall{ToolCallID: t.ToolCallID, ToolName: commandToolName, DisplayName: commandDisplayName,
+		ToolCall: messages.CompletedToolCall{ToolCallID: t.ToolCallID, ToolName: commandcall.ToolName, DisplayName: commandcall.DisplayName,
 			Intention: cmd, InvocationMessage: cmd, ToolInput: cmd, Confirmed: messages.ConfirmedNotNeeded, ToolCallResult: result},
 	}
 }

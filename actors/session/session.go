@@ -13,6 +13,7 @@ import (
 	"github.com/termhost/termhost/actors/agentmsg"
 	"github.com/termhost/termhost/actors/channel"
 	"github.com/termhost/termhost/actors/delivery"
+	"github.com/termhost/termhost/actors/session/commandcall"
 	"github.com/termhost/termhost/actors/session/shellpool"
 	"github.com/termhost/termhost/actors/session/turnwindow"
 	"github.com/termhost/termhost/actors/terminal"
@@ -92,34 +93,12 @@ type ChatsOf struct {
 	Chats   []string
 }
 
-// Turn endings, in the seed's (and VS Code's) words.
-const (
-	endRan         = "Ran command"
-	endTimedOut    = "Command timed out"
-	endShellExited = "Shell exited unexpectedly"
-	endBackground  = "Command is running in the background"
-	endInteractive = "Command opened an interactive terminal"
-	endFailed      = "Failed to run command"
-)
-
 // noAgent ends every turn that is not a `!` command: this host runs no language model.
 const noAgent = "no agent is attached to this session"
 
 // ClosingHost is why nothing starts once the host is shutting down: a command
 // waiting for its terminal, or a session created then.
 const ClosingHost = "This host is closing, so nothing new starts on it"
-
-// previewLimit is how much of a command's printed text its completed call carries.
-const previewLimit = 80_000
-
-// lastChars keeps the last n characters of s.
-func lastChars(s string, n int) (string, bool) {
-	r := []rune(s)
-	if len(r) <= n {
-		return s, false
-	}
-	return string(r[len(r)-n:]), true
-}
 
 // session is one session: its state, its chats with their turns, and the `!`
 // commands running in them. It owns the terminals those commands open.
@@ -255,9 +234,9 @@ func (s *session) Receive(ctx actor.Context) {
 	case *terminal.Event:
 		s.terminalEvent(ctx, m)
 	case *runTimedOut:
-		s.endRun(ctx, m.toolCallID, endTimedOut, false)
+		s.endRun(ctx, m.toolCallID, commandcall.Ending{How: commandcall.TimedOut})
 	case *runAltScreen:
-		s.endRun(ctx, m.toolCallID, endInteractive, true)
+		s.endRun(ctx, m.toolCallID, commandcall.Ending{How: commandcall.Interactive, Success: true})
 	case *turnKept:
 		s.turnKept(ctx, m)
 	case *channel.Shutdown:
@@ -438,7 +417,7 @@ func (s *session) shutdown(ctx actor.Context) {
 	for _, c := range s.chats {
 		for _, r := range c.runs {
 			if !r.done {
-				s.finish(ctx, r, endFailed, false, errors.New(ClosingHost), nil)
+				s.finish(ctx, r, commandcall.Ending{How: commandcall.Failed, Failure: errors.New(ClosingHost)})
 			}
 		}
 		s.endAgentTurn(ctx, c, ClosingHost, true)
