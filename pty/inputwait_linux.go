@@ -2,7 +2,6 @@ package pty
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"os"
 	"strconv"
@@ -99,18 +98,10 @@ type foregroundStat struct {
 }
 
 func foregroundStatOf(pid int, buf []byte) (foregroundStat, bool) {
-	b, ok := readStat(pid, buf)
-	if !ok {
-		return foregroundStat{}, false
-	}
-	open, shut := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-	if open < 0 || shut < open || shut+2 > len(b) {
-		return foregroundStat{}, false
-	}
-	f := strings.Fields(string(b[shut+2:]))
+	comm, f, ok := statFields(pid, buf)
 	// After the name: state(0) ppid(1) pgrp(2) session(3) tty_nr(4) tpgid(5) …
 	// num_threads(17).
-	if len(f) < 18 {
+	if !ok || len(f) < 18 {
 		return foregroundStat{}, false
 	}
 	pgrp, err1 := strconv.Atoi(f[2])
@@ -120,7 +111,7 @@ func foregroundStatOf(pid int, buf []byte) (foregroundStat, bool) {
 	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
 		return foregroundStat{}, false
 	}
-	return foregroundStat{state: f[0][0], comm: string(b[open+1 : shut]), pgrp: pgrp, tty: tty, tpgid: tpgid, threads: threads}, true
+	return foregroundStat{state: f[0][0], comm: string(comm), pgrp: pgrp, tty: tty, tpgid: tpgid, threads: threads}, true
 }
 
 // inspectForInput says what one process of the foreground group is doing: running

@@ -349,19 +349,10 @@ type procStat struct {
 // and an allocation on top of the open, read and close that are all a stat file
 // needs (it was most of the CPU of disposing terminals whose shells had exited).
 func statInto(pid int, buf []byte) (procStat, bool) {
-	b, ok := readStat(pid, buf)
-	if !ok {
-		return procStat{}, false
-	}
-	// The command name is in parentheses and may hold spaces; fields follow it.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 > len(b) {
-		return procStat{}, false
-	}
-	f := strings.Fields(string(b[i+2:]))
+	_, f, ok := statFields(pid, buf)
 	// After the name: state(0) ppid(1) pgrp(2) session(3) … num_threads(17)
 	// itrealvalue(18) starttime(19).
-	if len(f) < 20 {
+	if !ok || len(f) < 20 {
 		return procStat{}, false
 	}
 	ppid, err1 := strconv.Atoi(f[1])
@@ -371,6 +362,20 @@ func statInto(pid int, buf []byte) (procStat, bool) {
 		return procStat{}, false
 	}
 	return procStat{state: f[0][0], ppid: ppid, sid: sid, threads: threads, start: f[19]}, true
+}
+
+// statFields reads pid's stat into buf and splits it: the command name, which is in
+// parentheses and may hold spaces, and the fields after it (state first).
+func statFields(pid int, buf []byte) (comm []byte, fields []string, ok bool) {
+	b, ok := readStat(pid, buf)
+	if !ok {
+		return nil, nil, false
+	}
+	open, shut := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || shut < open || shut+2 > len(b) {
+		return nil, nil, false
+	}
+	return b[open+1 : shut], strings.Fields(string(b[shut+2:])), true
 }
 
 // readStat reads /proc/<pid>/stat into buf in one read, as the kernel hands the whole
