@@ -397,3 +397,65 @@ func TestStreamKeepsItsSnapshot(t *testing.T) {
 		t.Fatalf("the stream's snapshot lacks what the terminal printed before it: %q", s.Answer())
 	}
 }
+
+// A terminal that has ended before a flood's reader subscribes (its shell could not
+// start: a folder gone, say) sends no terminal/exited after the subscribe; its
+// snapshot says so. Both readers end at once with how it ended and its last line,
+// where before they waited out the bench's deadline (two minutes) and said only
+// "connection ended without a close frame".
+func TestReadersOfAnEndedTerminalEndAtOnce(t *testing.T) {
+	ptyOrSkip(t)
+	h, err := hoststart.StartLocal(hoststart.LocalOptions{UsePty: true, EmptyHome: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tg := wsclient.Target{URL: h.URL, Token: h.Token}
+	k, err := wsclient.DialControl(ctx, tg, "ender")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	const uri = "ahp-terminal:/ended-before"
+	w := k.Watch(uri)
+	if err := k.Create(ctx, uri, "echo gone for good; exit 3"); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := k.SubscribeTerminal(ctx, uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for exited := snap.ExitCode != nil; !exited; {
+		select {
+		case env := <-w.C:
+			exited = env.Action != nil && bytes.Contains(env.Action, []byte(`"terminal/exited"`))
+		case <-ctx.Done():
+			t.Fatal("the terminal never exited")
+		}
+	}
+	c, err := wsclient.DialCounter(ctx, tg, "late-counter", uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := wsclient.DialStream(ctx, tg, "late-stream", uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for name, end := range map[string]wsclient.End{"counter": c.Drain(ctx, nil), "stream": s.Drain(ctx, nil)} {
+		if ctx.Err() != nil {
+			t.Fatalf("%s: waited out the deadline", name)
+		}
+		if !end.Before || !end.Exited || end.Err == nil {
+			t.Fatalf("%s: ended %+v, want the exit seen in the snapshot", name, end)
+		}
+		for _, want := range []string{"code 3", "gone for good"} {
+			if !strings.Contains(end.Err.Error(), want) {
+				t.Errorf("%s: %q does not say %q", name, end.Err, want)
+			}
+		}
+	}
+}

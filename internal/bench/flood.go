@@ -87,6 +87,8 @@ func (f *floodRun) closedBy() map[string]int {
 
 func describeEnd(end wsclient.End) string {
 	switch {
+	case end.Before:
+		return end.Err.Error()
 	case end.Exited:
 		return fmt.Sprintf("saw the exit after only %d bytes", end.Bytes)
 	case end.CloseCode >= 0:

@@ -52,6 +52,8 @@ type Counter struct {
 	msg  []byte // a fragmented message's payload so far
 	last uint64 // the serverSeq of the last terminal/data counted
 	seen bool   // last is set
+	// exited is set when the channel had exited before the subscription.
+	exited *exitedSnapshot
 }
 
 // counterBuffer is each subscriber's read buffer: a flood's frames are up to 64 KiB
@@ -92,6 +94,7 @@ func DialCounter(ctx context.Context, t Target, clientID, channel string) (*Coun
 			return nil, err
 		}
 		if answered {
+			c.exited = exitedIn(frame, channel)
 			return c, nil
 		}
 	}
@@ -126,6 +129,9 @@ func (e *counterClosed) Error() string {
 // Drain reads until terminal/exited on the channel, or until the connection ends.
 // onData, if set, is told the running byte count after every terminal/data.
 func (c *Counter) Drain(ctx context.Context, onData func(total int64)) End {
+	if c.exited != nil {
+		return endedBefore(c.exited)
+	}
 	stop := c.bind(ctx)
 	defer stop()
 	end := End{CloseCode: -1}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -31,6 +32,8 @@ type Stream struct {
 	// the terminal printed before the stream subscribed is there, not in a frame
 	// after it.
 	answer []byte
+	// exited is set when the channel had exited before the subscription.
+	exited *exitedSnapshot
 }
 
 // End is how a Stream's or a Counter's reading ended.
@@ -43,6 +46,59 @@ type End struct {
 	CloseCode   int
 	CloseReason string
 	Err         error
+	// Before says the terminal had exited before the stream subscribed: its snapshot
+	// said so, and no terminal/exited will come. Exited is set with it, and Err says
+	// how it ended, with the last line it printed (a shell that could not start says
+	// why there).
+	Before bool
+}
+
+// endedBefore is the End of a stream whose channel had exited when it subscribed.
+func endedBefore(e *exitedSnapshot) End {
+	return End{CloseCode: -1, Exited: true, Before: true,
+		Err: fmt.Errorf("the terminal had exited (code %s) before the stream subscribed: %q", e.code, e.lastLine)}
+}
+
+// exitedSnapshot is what an initialize's answer says of a channel that had exited.
+type exitedSnapshot struct {
+	code     string // the exit code, or "none"
+	lastLine string // the last line of what it printed
+}
+
+// exitedIn reads the initialize answer frame for channel's snapshot and says
+// whether the terminal had already exited, and how.
+func exitedIn(frame []byte, channel string) *exitedSnapshot {
+	var r struct {
+		Result struct {
+			Snapshots []struct {
+				Resource string                 `json:"resource"`
+				State    messages.TerminalState `json:"state"`
+			} `json:"snapshots"`
+		} `json:"result"`
+	}
+	if channel == "" || json.Unmarshal(frame, &r) != nil {
+		return nil
+	}
+	for _, s := range r.Result.Snapshots {
+		if s.Resource != channel {
+			continue
+		}
+		st := s.State
+		if st.ExitCode == nil && (st.Lifecycle == nil || st.Lifecycle.Status != messages.StatusExited) {
+			return nil
+		}
+		e := &exitedSnapshot{code: "none"}
+		if code := st.ExitCode; code != nil || st.Lifecycle != nil && st.Lifecycle.ExitCode != nil {
+			if code == nil {
+				code = st.Lifecycle.ExitCode
+			}
+			e.code = strconv.Itoa(*code)
+		}
+		lines := strings.Split(strings.TrimRight(st.Text(), "\r\n"), "\n")
+		e.lastLine = strings.TrimSpace(lines[len(lines)-1])
+		return e
+	}
+	return nil
 }
 
 // initializeFrame is the initialize request (id 1) of a client that subscribes to
@@ -138,6 +194,7 @@ func DialStream(ctx context.Context, t Target, clientID, channel string) (*Strea
 		}
 		if answered {
 			s.answer = append([]byte(nil), frame...)
+			s.exited = exitedIn(frame, channel)
 			return s, nil
 		}
 	}
@@ -159,6 +216,9 @@ func (s *Stream) read(ctx context.Context) ([]byte, error) {
 // Drain reads until terminal/exited on the channel, or until the connection ends.
 // onData, if set, is told the running byte count after every terminal/data.
 func (s *Stream) Drain(ctx context.Context, onData func(total int64)) End {
+	if s.exited != nil {
+		return endedBefore(s.exited)
+	}
 	var end End
 	for {
 		frame, err := s.read(ctx)
