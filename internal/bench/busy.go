@@ -79,7 +79,7 @@ func runBusy(ctx context.Context, e *env, r *report.Result) error {
 		if e.cfg.InProcess {
 			who = "host and subscriber"
 		}
-		f := r.Add(report.Figure{Name: "CPU per MB, " + who, Value: hostCPU.process / mb, Unit: report.UnitSeconds}).WithRaw(rawCPU.process / (float64(raw.bytes) / 1e6))
+		f := r.Add(report.Figure{Name: "CPU per MB, " + who, Value: hostCPU.process / mb, Unit: report.UnitSeconds}).WithRaw(rawCPU.process / (float64(raw.total) / 1e6))
 		f.Judge("≤ 1.1 × the raw reader's", f.Ratio != nil && *f.Ratio <= 1.1)
 		r.Add(report.Figure{Name: "machine CPUs busy", Value: hostCPU.busy, Unit: report.UnitRatio}).WithRaw(rawCPU.busy)
 	}

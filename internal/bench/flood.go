@@ -177,7 +177,8 @@ func (e *env) rawFlood(n int64) (int64, float64, error) {
 // runs one before and one after the host's run, so a machine that grows busier or
 // quieter meanwhile moves both sides.
 type rawFloods struct {
-	bytes int64
+	bytes int64 // what the last raw flood read
+	total int64 // what every raw flood read together
 	rates []float64
 }
 
@@ -187,6 +188,7 @@ func (r *rawFloods) measure(e *env, n int64) error {
 		return err
 	}
 	r.bytes = b
+	r.total += b
 	r.rates = append(r.rates, float64(b)/secs)
 	return nil
 }
@@ -264,6 +266,7 @@ type cpuMeter struct {
 	withChildren bool
 	busy         float64 // the machine's busy share, 0 to 1
 	switches     int64   // the machine's context switches
+	span         float64 // the machine's CPU time over the span, in its own units
 	ok           bool
 
 	startCPU, startChildren float64
@@ -296,6 +299,23 @@ func (m *cpuMeter) childrenCPU() (float64, bool) {
 	return procstat.ChildrenCPUSeconds(m.pid)
 }
 
+// add counts a later metered span of the same process with this one: CPU and
+// context switches summed, the machine's busy share averaged over both spans' time.
+func (m *cpuMeter) add(o *cpuMeter) {
+	if !m.ok || !o.ok {
+		m.ok = false
+		return
+	}
+	a, b := m.span, o.span
+	if a+b > 0 {
+		m.busy = (m.busy*a + o.busy*b) / (a + b)
+	}
+	m.span += o.span
+	m.process += o.process
+	m.children += o.children
+	m.switches += o.switches
+}
+
 func (m *cpuMeter) stop() {
 	if !m.ok {
 		return
@@ -310,5 +330,6 @@ func (m *cpuMeter) stop() {
 	m.process = cpu - m.startCPU
 	m.children = kids - m.startChildren
 	m.busy = float64(ms.Busy-m.startMachine.Busy) / float64(ms.Total-m.startMachine.Total)
+	m.span = float64(ms.Total - m.startMachine.Total)
 	m.switches = ms.Switches - m.startMachine.Switches
 }
