@@ -10,11 +10,13 @@ import (
 // A shell that prints no marks (integration absent, or a shell the scripts do not
 // know) still says when a command the host typed has ended: the host types a
 // second line after it that echoes a sentinel carrying the exit code,
-// <<<TERMHOST_SENTINEL_<id>_EXIT_<code>>>>, with an id of its own per command so
-// that a program printing an old sentinel cannot end the next command.
+// <<<COPILOT_SENTINEL_<id>_EXIT_<code>>>>, with an id of its own per command so
+// that a program printing an old sentinel cannot end the next command. The text is
+// the seed's (000, the ! command), VS Code's runner's own, because a client reads it
+// in the terminal too: one that knows VS Code's sentinel knows this host's.
 
 // SentinelPrefix starts every sentinel line.
-const SentinelPrefix = "TERMHOST_SENTINEL_"
+const SentinelPrefix = "COPILOT_SENTINEL_"
 
 var sentinelLine = regexp.MustCompile(`<<<` + SentinelPrefix + `([0-9a-z]+)_EXIT_(\d+)>>>`)
 

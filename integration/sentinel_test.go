@@ -1,9 +1,13 @@
 package integration
 
-import "testing"
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
 
 func TestSentinelCodeReadsOnlyItsOwnID(t *testing.T) {
-	out := "old <<<TERMHOST_SENTINEL_aa_EXIT_3>>>\r\nnew <<<TERMHOST_SENTINEL_bb_EXIT_42>>>\r\n"
+	out := "old <<<COPILOT_SENTINEL_aa_EXIT_3>>>\r\nnew <<<COPILOT_SENTINEL_bb_EXIT_42>>>\r\n"
 	if code, ok := SentinelCode(out, "bb"); !ok || code != 42 {
 		t.Fatalf("SentinelCode(bb) = %d, %v; want 42, true", code, ok)
 	}
@@ -36,5 +40,20 @@ func TestSentinelCodeSinceFindsASentinelSplitAcrossReads(t *testing.T) {
 	}
 	if _, ok := SentinelCodeSince(out+"more", len(out)+4, "zz"); ok {
 		t.Fatal("found a sentinel that is not there")
+	}
+}
+
+// The line a shell without marks is given prints the seed's sentinel, VS Code's own
+// text, which clients read in the terminal: <<<COPILOT_SENTINEL_<id>_EXIT_<code>>>>.
+func TestSentinelEchoPrintsTheSeedsSentinel(t *testing.T) {
+	out, err := exec.Command("/bin/sh", "-c", "false; "+SentinelEcho("k7")).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.TrimSpace(string(out)), "<<<COPILOT_SENTINEL_k7_EXIT_1>>>"; got != want {
+		t.Fatalf("sh printed %q, want %q", got, want)
+	}
+	if code, ok := SentinelCode(string(out), "k7"); !ok || code != 1 {
+		t.Fatalf("SentinelCode = %d, %v; want 1, true", code, ok)
 	}
 }
