@@ -65,3 +65,21 @@ func WithoutSentinel(text, id string) string {
 	}
 	return strings.Join(keep, "\n")
 }
+
+// WithoutSentinels drops every line of text that carries one of this host's
+// sentinels, whatever its id: the typed echo lines and the sentinels printed, as a
+// read of a shell's log shows them between commands.
+func WithoutSentinels(text string) string {
+	mark := "<<<" + SentinelPrefix
+	if !strings.Contains(text, mark) {
+		return text
+	}
+	lines := strings.Split(text, "\n")
+	keep := lines[:0]
+	for _, line := range lines {
+		if !strings.Contains(line, mark) {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "\n")
+}

@@ -57,3 +57,14 @@ func TestSentinelEchoPrintsTheSeedsSentinel(t *testing.T) {
 		t.Fatalf("SentinelCode = %d, %v; want 1, true", code, ok)
 	}
 }
+
+func TestWithoutSentinelsDropsEveryIDsLines(t *testing.T) {
+	log := "$ one\r\n1\r\n$  echo \"<<<" + SentinelPrefix + "aa_EXIT_$?>>>\"\r\n<<<" + SentinelPrefix + "aa_EXIT_0>>>\r\n$ two\r\n2\r\n<<<" + SentinelPrefix + "bb_EXIT_3>>>\r\n$ "
+	want := "$ one\r\n1\r\n$ two\r\n2\r\n$ "
+	if got := WithoutSentinels(log); got != want {
+		t.Fatalf("WithoutSentinels =\n%q\nwant\n%q", got, want)
+	}
+	if plain := "no sentinel here\n"; WithoutSentinels(plain) != plain {
+		t.Fatal("a text without sentinels changed")
+	}
+}

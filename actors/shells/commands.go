@@ -80,13 +80,21 @@ func (s *service) run(ctx actor.Context, m *Run) {
 func (s *service) typeCommand(ctx actor.Context, sh *shell, c *command) {
 	// A leading space keeps the command out of a POSIX shell's history.
 	line := " " + c.line
+	owed := false
 	if !sh.marks {
 		c.sentinel = strconv.FormatInt(time.Now().UnixNano(), 36)
-		line += "\n " + integration.SentinelEcho(c.sentinel)
+		// Typed once the shell is back at its prompt where that can be seen
+		// (sentinel.go), so that the command cannot read it.
+		if owed = s.owesSentinel(sh); !owed {
+			line += "\n " + integration.SentinelEcho(c.sentinel)
+		}
 	}
 	c.typed = true
 	s.opts.Logger.Debug("agent command typed", "shell", sh.id, "marks", sh.marks, "command", c.line)
 	ctx.Send(s.spec.Root, &terminal.Write{URI: sh.uri, Data: line + "\r"})
+	if owed {
+		s.oweSentinel(ctx, sh, c)
+	}
 }
 
 // printed is what a command printed, for a model: control sequences removed, the
@@ -139,6 +147,9 @@ func (s *service) ended(ctx actor.Context, sh *shell, exit *int, how string) {
 	}
 	if c.lookTimer != nil {
 		c.lookTimer.Stop()
+	}
+	if c.sentinelTimer != nil {
+		c.sentinelTimer.Stop()
 	}
 	sh.cmd, sh.last, sh.lastUsed = nil, c, time.Now()
 	if c.waiter != nil {
@@ -352,7 +363,8 @@ func (s *service) deadlineOver(ctx actor.Context, m *deadlineOver) {
 
 // interrupt writes ^C to a shell, as a person's stop does. Without marks, the line
 // discipline drops the sentinel line typed after the command along with the rest of
-// its input queue, so it is typed again to say when the shell is back. A command not
+// its input queue, so it is typed again to say when the shell is back; a sentinel
+// still owed is typed by its looks once the shell is back (sentinel.go). A command not
 // yet typed, or typed and not yet begun by a shell that marks commands, is thrown
 // away with its line: nothing would ever say it ended, so it ends here.
 func (s *service) interrupt(ctx actor.Context, sh *shell) {
@@ -363,7 +375,7 @@ func (s *service) interrupt(ctx actor.Context, sh *shell) {
 		return
 	}
 	data := "\x03"
-	if c != nil && c.sentinel != "" {
+	if c != nil && c.sentinel != "" && !c.sentinelOwed {
 		data += " " + integration.SentinelEcho(c.sentinel) + "\r"
 	}
 	ctx.Send(s.spec.Root, &terminal.Write{URI: sh.uri, Data: data})
@@ -425,7 +437,7 @@ func (s *service) read(ctx actor.Context, m *Read) {
 	}
 	raw, end := sh.logSince(sh.readAt)
 	sh.readAt, sh.shownAt = end, max(sh.shownAt, end)
-	text := agenttools.Clean(raw)
+	text := integration.WithoutSentinels(agenttools.Clean(raw))
 	if filter != nil {
 		var keep []string
 		for _, line := range strings.Split(text, "\n") {
@@ -513,7 +525,7 @@ func (s *service) answerWrite(ctx actor.Context, sh *shell) {
 		sh.readAt = end
 	}
 	sh.shownAt = max(sh.shownAt, end)
-	ctx.Send(w.waiter, s.readResult(sh, shape(w.family, raw)))
+	ctx.Send(w.waiter, s.readResult(sh, shape(w.family, integration.WithoutSentinels(raw))))
 	w.waiter = nil
 }
 

@@ -207,6 +207,12 @@ type command struct {
 	lookEvery                  time.Duration
 	lookTimer                  *time.Timer
 	toldWaiting                int
+	// sentinelOwed says the sentinel is to be typed once the shell reads its
+	// terminal again (sentinel.go); sentinelEvery is the gap before the next look
+	// for that.
+	sentinelOwed  bool
+	sentinelEvery time.Duration
+	sentinelTimer *time.Timer
 	// background: the command outlives its call (async, run_in_background, or past
 	// its wait); its end wakes the session. work is its background row's id.
 	background bool
@@ -317,6 +323,10 @@ func (s *service) Receive(ctx actor.Context) {
 		s.inputLook(ctx, m)
 	case *inputLooked:
 		s.inputLooked(ctx, m)
+	case *sentinelLook:
+		s.sentinelLook(ctx, m)
+	case *sentinelLooked:
+		s.sentinelLooked(ctx, m)
 	case *detectOver:
 		if sh := s.shells[m.shell]; sh != nil {
 			s.ready(ctx, sh)
@@ -688,6 +698,7 @@ func (s *service) output(ctx actor.Context, sh *shell, data string) {
 		c.raw.WriteString(data)
 		c.outBytes += len(data)
 		s.lookSoon(ctx, sh, c)
+		s.sentinelSoon(ctx, sh, c)
 		if c.sentinel != "" {
 			if code, ok := integration.SentinelCodeSince(c.raw.String(), before, c.sentinel); ok {
 				s.ended(ctx, sh, &code, "")
