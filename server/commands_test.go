@@ -351,3 +351,56 @@ func TestClaimingACommandsTerminalBackgroundsIt(t *testing.T) {
 		return n.Envelope != nil && n.Envelope.Channel == uri && n.Envelope.Type == messages.TerminalClaimed && n.Envelope.RejectionReason != ""
 	})
 }
+
+// A `!` command in a shell without marks (sh) that reads the terminal reads what a
+// person types into it, not the line that echoes the sentinel, and the turn ends
+// when the command does. Before, `head -n 1` took the sentinel's line, printed it
+// and ended, the shell never echoed the sentinel, and the call timed out.
+func TestBangCommandInASentinelShellReadsOnlyWhatIsTyped(t *testing.T) {
+	if !ptyAvailable() {
+		t.Skip("no pseudoterminal on this machine")
+	}
+	h := startHost(t, withPty(true), withDefaultShell("/bin/sh"))
+	c := h.dial("bang-sh")
+	chat := c.openSession("ahp-session:/bang-sh", t.TempDir())
+
+	quick := c.waitCompleted(chat, c.say(chat, "!echo one; false"))
+	if quick.PastTenseMessage != "Command exited with code 1" || len(quick.Content) != 1 || !strings.Contains(quick.Content[0].Result.Preview, "one") ||
+		strings.Contains(quick.Content[0].Result.Preview, "SENTINEL") {
+		t.Fatalf("a quick command in sh completed %+v", quick)
+	}
+
+	turn := c.say(chat, "!head -n 1; echo after-$?")
+	var uri string
+	c.waitFor("the call's terminal", func(n *client.Notification) bool {
+		if n.Envelope == nil || n.Envelope.Type != "chat/toolCallContentChanged" || !strings.Contains(string(n.Envelope.Action), turn) {
+			return false
+		}
+		var a struct{ Content []struct{ Resource string } }
+		_ = json.Unmarshal(n.Envelope.Action, &a)
+		if len(a.Content) == 1 {
+			uri = a.Content[0].Resource
+		}
+		return uri != ""
+	})
+	snap, err := c.Subscribe(c.ctx(), uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// head is reading the terminal once the shell has read the line: the terminal
+	// echoes it then (before the subscribe, or after it).
+	if _, text := terminalText(t, snap); !strings.Contains(text, "head -n 1") {
+		c.waitFor("the command's line echoed", func(n *client.Notification) bool {
+			return n.Envelope != nil && n.Envelope.Channel == uri && n.Envelope.Type == "terminal/data" && strings.Contains(string(n.Envelope.Action), "head -n 1")
+		})
+	}
+	c.dispatch(uri, map[string]any{"type": "terminal/input", "data": "typed-by-a-person\r"})
+	call := c.waitCompleted(chat, turn)
+	if !call.Success || call.PastTenseMessage != "Ran command" || len(call.Content) != 1 {
+		t.Fatalf("completed call %+v", call)
+	}
+	preview := call.Content[0].Result.Preview
+	if !strings.Contains(preview, "typed-by-a-person") || !strings.Contains(preview, "after-0") || strings.Contains(preview, "SENTINEL") {
+		t.Fatalf("the call's text:\n%s", preview)
+	}
+}

@@ -406,3 +406,8 @@ func (m terminalMode) nl() string {
 	}
 	return "\n"
 }
+
+// withDefaultShell is the shell the host's terminals and commands run.
+func withDefaultShell(path string) hostOption {
+	return func(c *server.Config) { c.Root.DefaultShell = path }
+}

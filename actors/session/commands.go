@@ -49,6 +49,13 @@ type commandRun struct {
 	// atPrompt says the command ended and left its shell at its prompt, and nobody
 	// has used the shell since: it may be retired (retire.go).
 	atPrompt bool
+	// sentinelOwed says the sentinel is to be typed once the shell, pid, reads its
+	// terminal again (sentinel.go); looks paces the looks for that.
+	sentinelOwed bool
+	pid          int
+	typedAt      time.Time
+	looks        integration.PromptLooks
+	lookTimer    *time.Timer
 }
 
 // turnSteps are when a command's turn passed each step, for the debug log that says
@@ -223,11 +230,15 @@ func (s *session) opened(ctx actor.Context, toolCallID string, res *terminal.Cre
 		Content: []messages.TerminalContent{commandcall.Block(r.terminal, r.isPty)}})
 	// A leading space keeps the command out of a POSIX shell's history.
 	line := " " + r.command
-	if !r.marks {
+	owed := !r.marks && r.isPty && res.Pid > 0
+	if !r.marks && !owed {
 		line += "\n" + integration.SentinelEcho(r.sentinel)
 	}
 	r.typed = true
 	ctx.Send(s.root, &terminal.Write{URI: r.terminal, Data: line + "\r"})
+	if owed {
+		s.oweSentinel(ctx, r, res.Pid)
+	}
 	self, system := ctx.Self(), ctx.ActorSystem()
 	timeout := s.cfg.CommandTimeout
 	r.timer = time.AfterFunc(timeout, func() { system.Root.Send(self, &runTimedOut{toolCallID: r.toolCallID}) })
@@ -297,6 +308,7 @@ func (s *session) terminalEvent(ctx actor.Context, m *terminal.Event) {
 		}
 		before := r.output.Len()
 		r.output.WriteString(*a.Data)
+		s.sentinelSoon(ctx, r)
 		if !r.marks {
 			if code, ok := integration.SentinelCodeSince(r.output.String(), before, r.sentinel); ok {
 				s.finish(ctx, r, commandcall.Exited(code))
@@ -341,6 +353,9 @@ func (s *session) finish(ctx actor.Context, r *commandRun, end commandcall.Endin
 	r.steps.finished = time.Now()
 	if r.timer != nil {
 		r.timer.Stop()
+	}
+	if r.lookTimer != nil {
+		r.lookTimer.Stop()
 	}
 	close(r.stopAlt)
 	c := r.chat

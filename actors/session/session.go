@@ -237,6 +237,10 @@ func (s *session) Receive(ctx actor.Context) {
 		s.endRun(ctx, m.toolCallID, commandcall.Ending{How: commandcall.TimedOut})
 	case *runAltScreen:
 		s.endRun(ctx, m.toolCallID, commandcall.Ending{How: commandcall.Interactive, Success: true})
+	case *sentinelLook:
+		s.sentinelLook(ctx, m)
+	case *sentinelLooked:
+		s.sentinelLooked(ctx, m)
 	case *turnKept:
 		s.turnKept(ctx, m)
 	case *channel.Shutdown:

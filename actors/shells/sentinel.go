@@ -7,35 +7,19 @@ import (
 
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/integration"
-	"github.com/termhost/termhost/pty"
 )
 
-// A shell that marks no boundaries (sh, dash, a shell the scripts do not know) is
-// told to echo a sentinel after each command. Typed straight after the command, the
-// sentinel's line sits in the terminal's input queue while the command runs, and a
-// command that reads the terminal reads it: `head -n 1` prints it and ends, apt-get
-// takes it as the answer to "Do you want to continue?" and aborts, a REPL runs it;
-// then the shell, back at its prompt, never prints the sentinel, and the call waits
-// out its window. In a shell under a pseudoterminal whose process is known, the
-// sentinel is therefore owed, not typed: the service looks at the terminal's
-// foreground (pty.ForegroundInput) and types it once the shell itself reads the
-// terminal again, back at its prompt. A command that reads the terminal meanwhile
-// is the one seen reading, is answered as waiting for input, and reads only what
-// somebody types. On pipes, or with the looks turned off, the sentinel is typed
-// after the command as before.
+// A command typed into a shell without marks has its sentinel owed, not typed,
+// where the shell's foreground can be seen (a pseudoterminal, the shell's process
+// known, the looks on): the line that echoes the sentinel is typed once the shell
+// itself reads the terminal again (integration.ShellReadsAgain, paced by
+// integration.PromptLooks), so that a command reading the terminal cannot read it.
+// A command that reads the terminal meanwhile is the one seen reading, is answered
+// as waiting for input, and reads only what somebody types. On pipes, or with the
+// looks turned off, the sentinel is typed after the command as before.
 //
-// The looks start once the typed line has come back (the terminal echoes it as the
-// shell reads it; before that the shell seen reading may not have read the line
-// yet), close together at first (most commands end within milliseconds), further
-// apart while the command runs on, and close again whenever it prints.
-
-const (
-	// firstSentinelLook is the first gap before a look for the shell's prompt.
-	firstSentinelLook = time.Millisecond
-	// maxSentinelLook is the widest gap: how late, at most, a long command's end
-	// is seen once the shell is back, beyond the look itself.
-	maxSentinelLook = 100 * time.Millisecond
-)
+// The looks start once the typed line has come back (integration.Echoed): before
+// that, the shell seen reading may not have read the line.
 
 type (
 	// sentinelLook is time to look whether the shell is back at its prompt.
@@ -47,7 +31,7 @@ type (
 	sentinelLooked struct {
 		shell string
 		seq   int
-		wait  pty.InputWait
+		back  bool
 	}
 )
 
@@ -60,36 +44,37 @@ func (s *service) owesSentinel(sh *shell) bool {
 // oweSentinel starts the looks for the shell's prompt after c was typed without
 // its sentinel.
 func (s *service) oweSentinel(ctx actor.Context, sh *shell, c *command) {
-	c.sentinelOwed = true
-	c.sentinelEvery = firstSentinelLook
-	c.sentinelTimer = s.after(ctx, c.sentinelEvery, &sentinelLook{shell: sh.id, seq: c.seq})
+	c.sentinelOwed, c.typedAt = true, time.Now()
+	s.nextSentinelLook(ctx, sh, c)
+}
+
+func (s *service) nextSentinelLook(ctx actor.Context, sh *shell, c *command) {
+	c.sentinelTimer = s.after(ctx, c.sentinelLooks.Next(), &sentinelLook{shell: sh.id, seq: c.seq})
 }
 
 // sentinelSoon brings the next look near again when the command prints: a shell
 // back at its prompt prints it.
 func (s *service) sentinelSoon(ctx actor.Context, sh *shell, c *command) {
-	if c.sentinelOwed && c.sentinelEvery > firstSentinelLook && c.sentinelTimer != nil && c.sentinelTimer.Stop() {
-		c.sentinelEvery = firstSentinelLook
-		c.sentinelTimer = s.after(ctx, c.sentinelEvery, &sentinelLook{shell: sh.id, seq: c.seq})
+	if c.sentinelOwed && c.sentinelLooks.Printed() && c.sentinelTimer != nil && c.sentinelTimer.Stop() {
+		s.nextSentinelLook(ctx, sh, c)
 	}
 }
 
-// sentinelLook looks, off the mailbox, at who reads the shell's terminal.
+// sentinelLook looks, off the mailbox, whether the shell reads its terminal again.
 func (s *service) sentinelLook(ctx actor.Context, m *sentinelLook) {
 	sh := s.shells[m.shell]
 	if sh == nil || sh.cmd == nil || sh.cmd.seq != m.seq || sh.cmd.done || !sh.cmd.sentinelOwed {
 		return
 	}
 	c := sh.cmd
-	if c.outBytes == 0 {
-		// The typed line has not come back: the shell may not have read it.
-		c.sentinelTimer = s.after(ctx, c.sentinelEvery, &sentinelLook{shell: sh.id, seq: c.seq})
+	if !integration.Echoed(c.raw.String(), c.line) && time.Since(c.typedAt) < integration.EchoWait {
+		s.nextSentinelLook(ctx, sh, c) // the shell may not have read the line yet
 		return
 	}
 	self, system, pid := s.self, ctx.ActorSystem(), sh.pid
 	looked := &sentinelLooked{shell: sh.id, seq: c.seq}
 	go func() {
-		looked.wait = pty.ForegroundInput(pid)
+		looked.back = integration.ShellReadsAgain(pid)
 		system.Root.Send(self, looked)
 	}()
 }
@@ -102,19 +87,10 @@ func (s *service) sentinelLooked(ctx actor.Context, m *sentinelLooked) {
 		return
 	}
 	c := sh.cmd
-	if m.wait.Waiting && m.wait.Pid == sh.pid {
-		s.typeSentinel(ctx, sh, c)
+	if !m.back {
+		s.nextSentinelLook(ctx, sh, c)
 		return
 	}
-	c.sentinelEvery = min(2*c.sentinelEvery, maxSentinelLook)
-	c.sentinelTimer = s.after(ctx, c.sentinelEvery, &sentinelLook{shell: sh.id, seq: c.seq})
-}
-
-// typeSentinel types the line that makes the shell echo c's sentinel.
-func (s *service) typeSentinel(ctx actor.Context, sh *shell, c *command) {
 	c.sentinelOwed = false
-	if c.sentinelTimer != nil {
-		c.sentinelTimer.Stop()
-	}
 	ctx.Send(s.spec.Root, &terminal.Write{URI: sh.uri, Data: " " + integration.SentinelEcho(c.sentinel) + "\r"})
 }

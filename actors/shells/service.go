@@ -208,10 +208,10 @@ type command struct {
 	lookTimer                  *time.Timer
 	toldWaiting                int
 	// sentinelOwed says the sentinel is to be typed once the shell reads its
-	// terminal again (sentinel.go); sentinelEvery is the gap before the next look
-	// for that.
+	// terminal again (sentinel.go); sentinelLooks paces the looks for that.
 	sentinelOwed  bool
-	sentinelEvery time.Duration
+	typedAt       time.Time
+	sentinelLooks integration.PromptLooks
 	sentinelTimer *time.Timer
 	// background: the command outlives its call (async, run_in_background, or past
 	// its wait); its end wakes the session. work is its background row's id.

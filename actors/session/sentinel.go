@@ -1,0 +1,77 @@
+package session
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/termhost/termhost/actors/terminal"
+	"github.com/termhost/termhost/integration"
+)
+
+// A `!` command typed into a shell without marks has its sentinel owed where its
+// shell can be seen (a pseudoterminal whose shell's process is known): the line that
+// echoes the sentinel is typed once the shell itself reads its terminal again
+// (integration.ShellReadsAgain, paced by integration.PromptLooks), so that a command
+// reading the terminal (head, apt-get's question, a REPL) reads only what a person
+// types into it, and the turn ends when the command does instead of at its two
+// minutes. On pipes the sentinel is typed after the command, as before. The looks
+// start once the typed line has come back (integration.Echoed): before that, the
+// shell seen reading may not have read it yet.
+
+type (
+	// sentinelLook is time to look whether a command's shell is back at its prompt.
+	sentinelLook struct{ toolCallID string }
+	// sentinelLooked is what the look found.
+	sentinelLooked struct {
+		toolCallID string
+		back       bool
+	}
+)
+
+// oweSentinel starts the looks for the shell's prompt after r was typed without its
+// sentinel into the shell with pid.
+func (s *session) oweSentinel(ctx actor.Context, r *commandRun, pid int) {
+	r.sentinelOwed, r.pid, r.typedAt = true, pid, time.Now()
+	s.nextSentinelLook(ctx, r)
+}
+
+func (s *session) nextSentinelLook(ctx actor.Context, r *commandRun) {
+	self, system, id := ctx.Self(), ctx.ActorSystem(), r.toolCallID
+	r.lookTimer = time.AfterFunc(r.looks.Next(), func() { system.Root.Send(self, &sentinelLook{toolCallID: id}) })
+}
+
+// sentinelSoon brings the next look near again when the command prints.
+func (s *session) sentinelSoon(ctx actor.Context, r *commandRun) {
+	if r.sentinelOwed && r.looks.Printed() && r.lookTimer != nil && r.lookTimer.Stop() {
+		s.nextSentinelLook(ctx, r)
+	}
+}
+
+func (s *session) sentinelLook(ctx actor.Context, m *sentinelLook) {
+	r := s.findRun(m.toolCallID)
+	if r == nil || !r.sentinelOwed {
+		return
+	}
+	if !integration.Echoed(r.output.String(), r.command) && time.Since(r.typedAt) < integration.EchoWait {
+		s.nextSentinelLook(ctx, r) // the shell may not have read the line yet
+		return
+	}
+	self, system, pid := ctx.Self(), ctx.ActorSystem(), r.pid
+	go func() {
+		system.Root.Send(self, &sentinelLooked{toolCallID: m.toolCallID, back: integration.ShellReadsAgain(pid)})
+	}()
+}
+
+func (s *session) sentinelLooked(ctx actor.Context, m *sentinelLooked) {
+	r := s.findRun(m.toolCallID)
+	if r == nil || !r.sentinelOwed {
+		return
+	}
+	if !m.back {
+		s.nextSentinelLook(ctx, r)
+		return
+	}
+	r.sentinelOwed = false
+	ctx.Send(s.root, &terminal.Write{URI: r.terminal, Data: integration.SentinelEcho(r.sentinel) + "\r"})
+}

@@ -1,0 +1,42 @@
+package integration
+
+import (
+	"testing"
+	"time"
+)
+
+func TestPromptLooksDrawApartAndComeNearOnOutput(t *testing.T) {
+	var l PromptLooks
+	var got []time.Duration
+	for range 9 {
+		got = append(got, l.Next())
+	}
+	want := []time.Duration{1, 2, 4, 8, 16, 32, 64, 100, 100}
+	for i := range want {
+		if got[i] != want[i]*time.Millisecond {
+			t.Fatalf("gaps %v, want %v ms", got, want)
+		}
+	}
+	if !l.Printed() || l.Next() != time.Millisecond {
+		t.Fatal("output did not bring the looks near again")
+	}
+	if l.Printed() {
+		t.Fatal("looks already near were said to have drawn apart")
+	}
+}
+
+func TestEchoedFindsTheTypedLinesEnd(t *testing.T) {
+	for _, tc := range []struct {
+		out, line string
+		want      bool
+	}{
+		{"$ ", " head -n 1; echo after-$?", false},
+		{"$  head -n 1; echo after-$?\r\n", " head -n 1; echo after-$?", true},
+		{"$  for i in 1 2\r\n> do echo $i; done\r\n", " for i in 1 2\ndo echo $i; done", true},
+		{"$  for i in 1 2\r\n", " for i in 1 2\ndo echo $i; done", false},
+	} {
+		if got := Echoed(tc.out, tc.line); got != tc.want {
+			t.Errorf("Echoed(%q, %q) = %v, want %v", tc.out, tc.line, got, tc.want)
+		}
+	}
+}
