@@ -45,14 +45,15 @@ func ShellReadsAgain(pid int) bool {
 }
 
 // PromptLooks paces the looks for a shell's prompt after a command: close together
-// at first (most commands end within milliseconds), twice as far apart after each
-// look that finds the command still running, up to a tenth of a second (how late a
-// long command's end is seen, beyond the look), and close again whenever the command
-// prints. The zero value starts at the first gap.
+// at first (most commands end within a millisecond or two, and a look costs about a
+// tenth of one), twice as far apart after each look that finds the command still
+// running, up to a tenth of a second (how late a long command's end is seen, beyond
+// the look), and close again whenever the command prints (a shell back at its
+// prompt prints it). The zero value starts at the first gap.
 type PromptLooks struct{ every time.Duration }
 
 const (
-	firstPromptLook = time.Millisecond
+	firstPromptLook = 250 * time.Microsecond
 	maxPromptLook   = 100 * time.Millisecond
 )
 

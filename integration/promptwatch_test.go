@@ -8,16 +8,16 @@ import (
 func TestPromptLooksDrawApartAndComeNearOnOutput(t *testing.T) {
 	var l PromptLooks
 	var got []time.Duration
-	for range 9 {
+	for range 11 {
 		got = append(got, l.Next())
 	}
-	want := []time.Duration{1, 2, 4, 8, 16, 32, 64, 100, 100}
+	want := []time.Duration{250, 500, 1000, 2000, 4000, 8000, 16000, 32000, 64000, 100000, 100000}
 	for i := range want {
-		if got[i] != want[i]*time.Millisecond {
-			t.Fatalf("gaps %v, want %v ms", got, want)
+		if got[i] != want[i]*time.Microsecond {
+			t.Fatalf("gaps %v, want %v µs", got, want)
 		}
 	}
-	if !l.Printed() || l.Next() != time.Millisecond {
+	if !l.Printed() || l.Next() != 250*time.Microsecond {
 		t.Fatal("output did not bring the looks near again")
 	}
 	if l.Printed() {
