@@ -685,14 +685,26 @@ func testShellBashLines(t *testing.T, rc string) {
 		if withoutPasteMode(c.output) != "scratch=taken\r\n" {
 			t.Errorf("the scratch file was not taken: %q", c.output)
 		}
+		// The fewest of three listings: on a loaded machine a listing now and then
+		// catches descriptors bash holds for a moment (4, 5 and 6 came and went
+		// between two listings, either way round), where a leak stays in all three.
 		const count = `echo "fds=$(builtin cd /proc/$$/fd && echo *)"`
-		c = s.run(c.next, count)
-		before := withoutPasteMode(c.output)
+		fewest := func() string {
+			var least string
+			for i := range 3 {
+				c = s.run(c.next, count)
+				if out := withoutPasteMode(c.output); i == 0 || len(out) < len(least) {
+					least = out
+				}
+			}
+			return least
+		}
+		before := fewest()
 		for range 5 {
 			c = s.run(c.next, "(true); true")
 		}
-		if c = s.run(c.next, count); withoutPasteMode(c.output) != before {
-			t.Errorf("open descriptors went from %q to %q in 5 lines", before, withoutPasteMode(c.output))
+		if after := fewest(); after != before {
+			t.Errorf("open descriptors went from %q to %q in 5 lines", before, after)
 		}
 	}
 }
