@@ -63,7 +63,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	openRounds := fs.Int("open-rounds", d.OpenRounds, "rounds the open scenario times, each a plain and an integrated terminal and both raw")
 	busy := fs.Int("busy", d.BusySpinners, "goroutines the busy scenario's neighbour process keeps spinning")
 	var hostEnv stringList
-	fs.Var(&hostEnv, "host-env", "with --host process: KEY=VALUE added to the host's environment (GOMAXPROCS=1, GODEBUG=…); may be repeated")
+	fs.Var(&hostEnv, "host-env", "with --host process: KEY=VALUE added to the host's environment, and to the cluster scenario's nodes' (GOMAXPROCS=1, GODEBUG=…); may be repeated")
 	runs := fs.Int("runs", 1, "run the scenarios this many times against the same host and report each figure's median and spread")
 	timeout := fs.Duration("wait-timeout", 120*time.Second, "bound on each single wait for the host")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench's process (the host too with --host inprocess) to this file")
@@ -244,8 +244,9 @@ func startBenchHost(cfg *bench.Config, mode, ptyMode, shell string, emptyHome bo
 			return nil, err
 		}
 		cfg.URL, cfg.Token, cfg.HostPID, cfg.Started = host.URL, host.Token, host.PID, true
-		// The cluster scenario's nodes are then processes of their own too.
-		cfg.ClusterExe = exe
+		// The cluster scenario's nodes are then processes of their own too, with
+		// the same environment added.
+		cfg.ClusterExe, cfg.ClusterEnv = exe, env
 		return host.Close, nil
 	case "inprocess":
 		if len(env) > 0 {

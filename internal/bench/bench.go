@@ -214,6 +214,9 @@ type Config struct {
 	// as, `ClusterExe serve --cluster …` in a process of its own; empty runs the
 	// nodes in this process. `termhost bench --host process` sets it to itself.
 	ClusterExe string
+	// ClusterEnv are KEY=VALUE pairs added to each node process's environment, as
+	// `termhost bench --host-env` adds them to the host's.
+	ClusterEnv []string
 	// Progress receives a line now and then during long scenarios; nil is quiet.
 	Progress io.Writer
 	// WaitTimeout bounds each single wait on the host (an answer, an exit, a

@@ -271,7 +271,7 @@ func (c *clusterNodes) startProcess(e *env, clusterName string, secret []byte, n
 	logs := &logTail{}
 	h, err := hoststart.StartProcess(hoststart.ProcessOptions{
 		Exe: e.cfg.ClusterExe, Pty: pty, Shell: e.shell, Logs: logs,
-		Env: []string{clusterSecretEnv + "=" + string(secret)},
+		Env: append([]string{clusterSecretEnv + "=" + string(secret)}, e.cfg.ClusterEnv...),
 		Args: []string{"--cluster", clusterName, "--node-name", name, "--node-addr", addr,
 			"--seeds", strings.Join(seeds, ","), "--seed-port", strconv.Itoa(seedPort)},
 	})
