@@ -12,8 +12,46 @@ import (
 // terminal's input queue, and a command that reads the terminal would read it
 // (head, apt-get's question, a REPL), and the shell, back at its prompt, would never
 // echo the sentinel. So it is typed once the shell itself reads its terminal again.
-// The host's two typists of commands (the agent shell tools and a `!` command) look
-// for that with ShellReadsAgain, paced by PromptLooks.
+// The host's two typists of commands (the agent shell tools and a `!` command) hold
+// an OwedSentinel for such a command, and look when it says, off their mailbox.
+
+// OwedSentinel is a sentinel not typed yet: the command it ends was typed into a
+// shell without marks, under a pseudoterminal, and the line that echoes the sentinel
+// waits until the shell itself reads its terminal again. Its holder keeps the timer
+// and runs Look off its mailbox; nil is no sentinel owed.
+type OwedSentinel struct {
+	id, command string
+	pid         int
+	typed       time.Time
+	looks       PromptLooks
+}
+
+// Owe is the sentinel id owed for command, just typed into the shell with pid.
+func Owe(id, command string, pid int) *OwedSentinel {
+	return &OwedSentinel{id: id, command: command, pid: pid, typed: time.Now()}
+}
+
+// Next is the gap before the next look.
+func (o *OwedSentinel) Next() time.Duration { return o.looks.Next() }
+
+// Printed says the command printed; it reports whether a look already waiting should
+// be brought near (the holder stops its timer and waits Next again).
+func (o *OwedSentinel) Printed() bool { return o != nil && o.looks.Printed() }
+
+// MayLook says whether a look can tell anything yet, given out, what the terminal
+// printed since the command was typed: not before the command's line has come back
+// (Echoed), unless EchoWait has passed (a shell with the echo off).
+func (o *OwedSentinel) MayLook(out string) bool {
+	return Echoed(out, o.command) || time.Since(o.typed) >= EchoWait
+}
+
+// Look reports whether the shell reads its terminal again (ShellReadsAgain). It
+// reads /proc: run it off the mailbox.
+func (o *OwedSentinel) Look() bool { return ShellReadsAgain(o.pid) }
+
+// Line is what to type once Look says so: the sentinel's echo, with a leading space
+// that keeps it out of a POSIX shell's history, and the return that enters it.
+func (o *OwedSentinel) Line() string { return " " + SentinelEcho(o.id) + "\r" }
 
 // Echoed reports whether out, what a terminal printed since a line was typed into
 // it, holds the line's echo (its last bytes; of a command of several lines, its last

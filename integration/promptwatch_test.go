@@ -40,3 +40,20 @@ func TestEchoedFindsTheTypedLinesEnd(t *testing.T) {
 		}
 	}
 }
+
+func TestOwedSentinelWaitsForTheEchoThenTypesAQuietLine(t *testing.T) {
+	o := Owe("k9", "head -n 1", 1)
+	if o.MayLook("$ ") {
+		t.Fatal("a look before the command's line came back")
+	}
+	if !o.MayLook("$  head -n 1\r\n") {
+		t.Fatal("no look once the command's line came back")
+	}
+	if got, want := o.Line(), ` echo "<<<COPILOT_SENTINEL_k9_EXIT_$?>>>"`+"\r"; got != want {
+		t.Fatalf("Line = %q, want %q (a leading space keeps it out of the history)", got, want)
+	}
+	var none *OwedSentinel
+	if none.Printed() {
+		t.Fatal("no sentinel owed, yet its looks were brought near")
+	}
+}

@@ -49,13 +49,10 @@ type commandRun struct {
 	// atPrompt says the command ended and left its shell at its prompt, and nobody
 	// has used the shell since: it may be retired (retire.go).
 	atPrompt bool
-	// sentinelOwed says the sentinel is to be typed once the shell, pid, reads its
-	// terminal again (sentinel.go); looks paces the looks for that.
-	sentinelOwed bool
-	pid          int
-	typedAt      time.Time
-	looks        integration.PromptLooks
-	lookTimer    *time.Timer
+	// owed is the sentinel not typed yet, until the shell reads its terminal
+	// again (sentinel.go); lookTimer is the next look for that.
+	owed      *integration.OwedSentinel
+	lookTimer *time.Timer
 }
 
 // turnSteps are when a command's turn passed each step, for the debug log that says
@@ -232,7 +229,7 @@ func (s *session) opened(ctx actor.Context, toolCallID string, res *terminal.Cre
 	line := " " + r.command
 	owed := !r.marks && r.isPty && res.Pid > 0
 	if !r.marks && !owed {
-		line += "\n" + integration.SentinelEcho(r.sentinel)
+		line += "\n " + integration.SentinelEcho(r.sentinel) // the space: out of the history too
 	}
 	r.typed = true
 	ctx.Send(s.root, &terminal.Write{URI: r.terminal, Data: line + "\r"})

@@ -12,12 +12,10 @@ import (
 // A `!` command typed into a shell without marks has its sentinel owed where its
 // shell can be seen (a pseudoterminal whose shell's process is known): the line that
 // echoes the sentinel is typed once the shell itself reads its terminal again
-// (integration.ShellReadsAgain, paced by integration.PromptLooks), so that a command
-// reading the terminal (head, apt-get's question, a REPL) reads only what a person
-// types into it, and the turn ends when the command does instead of at its two
-// minutes. On pipes the sentinel is typed after the command, as before. The looks
-// start once the typed line has come back (integration.Echoed): before that, the
-// shell seen reading may not have read it yet.
+// (integration.OwedSentinel), so that a command reading the terminal (head, apt-get's
+// question, a REPL) reads only what a person types into it, and the turn ends when
+// the command does instead of at its two minutes. On pipes the sentinel is typed
+// after the command, as before.
 
 type (
 	// sentinelLook is time to look whether a command's shell is back at its prompt.
@@ -32,46 +30,47 @@ type (
 // oweSentinel starts the looks for the shell's prompt after r was typed without its
 // sentinel into the shell with pid.
 func (s *session) oweSentinel(ctx actor.Context, r *commandRun, pid int) {
-	r.sentinelOwed, r.pid, r.typedAt = true, pid, time.Now()
+	r.owed = integration.Owe(r.sentinel, r.command, pid)
 	s.nextSentinelLook(ctx, r)
 }
 
 func (s *session) nextSentinelLook(ctx actor.Context, r *commandRun) {
 	self, system, id := ctx.Self(), ctx.ActorSystem(), r.toolCallID
-	r.lookTimer = time.AfterFunc(r.looks.Next(), func() { system.Root.Send(self, &sentinelLook{toolCallID: id}) })
+	r.lookTimer = time.AfterFunc(r.owed.Next(), func() { system.Root.Send(self, &sentinelLook{toolCallID: id}) })
 }
 
 // sentinelSoon brings the next look near again when the command prints.
 func (s *session) sentinelSoon(ctx actor.Context, r *commandRun) {
-	if r.sentinelOwed && r.looks.Printed() && r.lookTimer != nil && r.lookTimer.Stop() {
+	if r.owed.Printed() && r.lookTimer != nil && r.lookTimer.Stop() {
 		s.nextSentinelLook(ctx, r)
 	}
 }
 
 func (s *session) sentinelLook(ctx actor.Context, m *sentinelLook) {
 	r := s.findRun(m.toolCallID)
-	if r == nil || !r.sentinelOwed {
+	if r == nil || r.owed == nil {
 		return
 	}
-	if !integration.Echoed(r.output.String(), r.command) && time.Since(r.typedAt) < integration.EchoWait {
-		s.nextSentinelLook(ctx, r) // the shell may not have read the line yet
+	if !r.owed.MayLook(r.output.String()) {
+		s.nextSentinelLook(ctx, r)
 		return
 	}
-	self, system, pid := ctx.Self(), ctx.ActorSystem(), r.pid
+	self, system, owed := ctx.Self(), ctx.ActorSystem(), r.owed
 	go func() {
-		system.Root.Send(self, &sentinelLooked{toolCallID: m.toolCallID, back: integration.ShellReadsAgain(pid)})
+		system.Root.Send(self, &sentinelLooked{toolCallID: m.toolCallID, back: owed.Look()})
 	}()
 }
 
 func (s *session) sentinelLooked(ctx actor.Context, m *sentinelLooked) {
 	r := s.findRun(m.toolCallID)
-	if r == nil || !r.sentinelOwed {
+	if r == nil || r.owed == nil {
 		return
 	}
 	if !m.back {
 		s.nextSentinelLook(ctx, r)
 		return
 	}
-	r.sentinelOwed = false
-	ctx.Send(s.root, &terminal.Write{URI: r.terminal, Data: integration.SentinelEcho(r.sentinel) + "\r"})
+	line := r.owed.Line()
+	r.owed = nil
+	ctx.Send(s.root, &terminal.Write{URI: r.terminal, Data: line})
 }

@@ -375,7 +375,7 @@ func (s *service) interrupt(ctx actor.Context, sh *shell) {
 		return
 	}
 	data := "\x03"
-	if c != nil && c.sentinel != "" && !c.sentinelOwed {
+	if c != nil && c.sentinel != "" && c.owed == nil {
 		data += " " + integration.SentinelEcho(c.sentinel) + "\r"
 	}
 	ctx.Send(s.spec.Root, &terminal.Write{URI: sh.uri, Data: data})

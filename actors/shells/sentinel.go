@@ -1,8 +1,6 @@
 package shells
 
 import (
-	"time"
-
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/termhost/termhost/actors/terminal"
@@ -12,14 +10,11 @@ import (
 // A command typed into a shell without marks has its sentinel owed, not typed,
 // where the shell's foreground can be seen (a pseudoterminal, the shell's process
 // known, the looks on): the line that echoes the sentinel is typed once the shell
-// itself reads the terminal again (integration.ShellReadsAgain, paced by
-// integration.PromptLooks), so that a command reading the terminal cannot read it.
-// A command that reads the terminal meanwhile is the one seen reading, is answered
-// as waiting for input, and reads only what somebody types. On pipes, or with the
-// looks turned off, the sentinel is typed after the command as before.
-//
-// The looks start once the typed line has come back (integration.Echoed): before
-// that, the shell seen reading may not have read the line.
+// itself reads the terminal again (integration.OwedSentinel), so that a command
+// reading the terminal cannot read it. A command that reads the terminal meanwhile
+// is the one seen reading, is answered as waiting for input, and reads only what
+// somebody types. On pipes, or with the looks turned off, the sentinel is typed
+// after the command as before.
 
 type (
 	// sentinelLook is time to look whether the shell is back at its prompt.
@@ -44,37 +39,45 @@ func (s *service) owesSentinel(sh *shell) bool {
 // oweSentinel starts the looks for the shell's prompt after c was typed without
 // its sentinel.
 func (s *service) oweSentinel(ctx actor.Context, sh *shell, c *command) {
-	c.sentinelOwed, c.typedAt = true, time.Now()
+	c.owed = integration.Owe(c.sentinel, c.line, sh.pid)
 	s.nextSentinelLook(ctx, sh, c)
 }
 
 func (s *service) nextSentinelLook(ctx actor.Context, sh *shell, c *command) {
-	c.sentinelTimer = s.after(ctx, c.sentinelLooks.Next(), &sentinelLook{shell: sh.id, seq: c.seq})
+	c.sentinelTimer = s.after(ctx, c.owed.Next(), &sentinelLook{shell: sh.id, seq: c.seq})
 }
 
 // sentinelSoon brings the next look near again when the command prints: a shell
 // back at its prompt prints it.
 func (s *service) sentinelSoon(ctx actor.Context, sh *shell, c *command) {
-	if c.sentinelOwed && c.sentinelLooks.Printed() && c.sentinelTimer != nil && c.sentinelTimer.Stop() {
+	if c.owed.Printed() && c.sentinelTimer != nil && c.sentinelTimer.Stop() {
 		s.nextSentinelLook(ctx, sh, c)
 	}
 }
 
+// owing is the command of a sentinel look or its answer, while its sentinel is owed.
+func (s *service) owing(id string, seq int) (*shell, *command) {
+	sh := s.shells[id]
+	if sh == nil || sh.cmd == nil || sh.cmd.seq != seq || sh.cmd.done || sh.cmd.owed == nil {
+		return nil, nil
+	}
+	return sh, sh.cmd
+}
+
 // sentinelLook looks, off the mailbox, whether the shell reads its terminal again.
 func (s *service) sentinelLook(ctx actor.Context, m *sentinelLook) {
-	sh := s.shells[m.shell]
-	if sh == nil || sh.cmd == nil || sh.cmd.seq != m.seq || sh.cmd.done || !sh.cmd.sentinelOwed {
+	sh, c := s.owing(m.shell, m.seq)
+	if c == nil {
 		return
 	}
-	c := sh.cmd
-	if !integration.Echoed(c.raw.String(), c.line) && time.Since(c.typedAt) < integration.EchoWait {
-		s.nextSentinelLook(ctx, sh, c) // the shell may not have read the line yet
+	if !c.owed.MayLook(c.raw.String()) {
+		s.nextSentinelLook(ctx, sh, c)
 		return
 	}
-	self, system, pid := s.self, ctx.ActorSystem(), sh.pid
+	self, system, owed := s.self, ctx.ActorSystem(), c.owed
 	looked := &sentinelLooked{shell: sh.id, seq: c.seq}
 	go func() {
-		looked.back = integration.ShellReadsAgain(pid)
+		looked.back = owed.Look()
 		system.Root.Send(self, looked)
 	}()
 }
@@ -82,15 +85,15 @@ func (s *service) sentinelLook(ctx actor.Context, m *sentinelLook) {
 // sentinelLooked types the sentinel once the shell itself reads its terminal, and
 // otherwise looks again later.
 func (s *service) sentinelLooked(ctx actor.Context, m *sentinelLooked) {
-	sh := s.shells[m.shell]
-	if sh == nil || sh.cmd == nil || sh.cmd.seq != m.seq || sh.cmd.done || !sh.cmd.sentinelOwed {
+	sh, c := s.owing(m.shell, m.seq)
+	if c == nil {
 		return
 	}
-	c := sh.cmd
 	if !m.back {
 		s.nextSentinelLook(ctx, sh, c)
 		return
 	}
-	c.sentinelOwed = false
-	ctx.Send(s.spec.Root, &terminal.Write{URI: sh.uri, Data: " " + integration.SentinelEcho(c.sentinel) + "\r"})
+	line := c.owed.Line()
+	c.owed = nil
+	ctx.Send(s.spec.Root, &terminal.Write{URI: sh.uri, Data: line})
 }

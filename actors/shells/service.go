@@ -207,11 +207,9 @@ type command struct {
 	lookEvery                  time.Duration
 	lookTimer                  *time.Timer
 	toldWaiting                int
-	// sentinelOwed says the sentinel is to be typed once the shell reads its
-	// terminal again (sentinel.go); sentinelLooks paces the looks for that.
-	sentinelOwed  bool
-	typedAt       time.Time
-	sentinelLooks integration.PromptLooks
+	// owed is the sentinel not typed yet, until the shell reads its terminal
+	// again (sentinel.go); sentinelTimer is the next look for that.
+	owed          *integration.OwedSentinel
 	sentinelTimer *time.Timer
 	// background: the command outlives its call (async, run_in_background, or past
 	// its wait); its end wakes the session. work is its background row's id.
