@@ -355,20 +355,7 @@ func TestFloodOutputBytes(t *testing.T) {
 // as well as in the data after it. Before, the answer was read and dropped, and a
 // "ready" printed before the subscribe was waited for until the deadline.
 func TestStreamKeepsItsSnapshot(t *testing.T) {
-	ptyOrSkip(t)
-	h, err := hoststart.StartLocal(hoststart.LocalOptions{UsePty: true, EmptyHome: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tg := wsclient.Target{URL: h.URL, Token: h.Token}
-	k, err := wsclient.DialControl(ctx, tg, "printer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
+	ctx, tg, k := ptyHostControl(t, "printer")
 	const uri = "ahp-terminal:/printed-before"
 	w := k.Watch(uri)
 	if err := k.Create(ctx, uri, echoCommandPty); err != nil {
@@ -404,20 +391,7 @@ func TestStreamKeepsItsSnapshot(t *testing.T) {
 // where before they waited out the bench's deadline (two minutes) and said only
 // "connection ended without a close frame".
 func TestReadersOfAnEndedTerminalEndAtOnce(t *testing.T) {
-	ptyOrSkip(t)
-	h, err := hoststart.StartLocal(hoststart.LocalOptions{UsePty: true, EmptyHome: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tg := wsclient.Target{URL: h.URL, Token: h.Token}
-	k, err := wsclient.DialControl(ctx, tg, "ender")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
+	ctx, tg, k := ptyHostControl(t, "ender")
 	const uri = "ahp-terminal:/ended-before"
 	w := k.Watch(uri)
 	if err := k.Create(ctx, uri, "echo gone for good; exit 3"); err != nil {
@@ -458,4 +432,25 @@ func TestReadersOfAnEndedTerminalEndAtOnce(t *testing.T) {
 			}
 		}
 	}
+}
+
+// ptyHostControl starts a host in this process with pseudoterminals and connects a
+// control client to it as clientID; both end with the test, and ctx bounds it.
+func ptyHostControl(t *testing.T, clientID string) (context.Context, wsclient.Target, *wsclient.Control) {
+	t.Helper()
+	ptyOrSkip(t)
+	h, err := hoststart.StartLocal(hoststart.LocalOptions{UsePty: true, EmptyHome: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	tg := wsclient.Target{URL: h.URL, Token: h.Token}
+	k, err := wsclient.DialControl(ctx, tg, clientID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Close() })
+	return ctx, tg, k
 }
