@@ -51,7 +51,8 @@
 // naming another node's session is released when that session is disposed there
 // (actors/root/cluster.go). A client's session or terminal URI is reserved at its home
 // node before it is made, so two creates of one URI on two nodes do not both succeed
-// (reserve.go); which node is a URI's home is package rendezvous's pure decision.
+// (reserve.go); which node is a URI's home is package rendezvous's pure decision,
+// and the home's book of who holds each URI is package reservations'.
 //
 // Users and grants are the cluster's: a users actor on each node sends the others its
 // copy of the users file and merges theirs (package users, which this package spawns

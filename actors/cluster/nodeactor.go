@@ -12,6 +12,7 @@ import (
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/cluster/reservations"
 	"github.com/termhost/termhost/actors/cluster/wire"
 	"github.com/termhost/termhost/actors/delivery"
 	"github.com/termhost/termhost/actors/root"
@@ -75,7 +76,7 @@ type node struct {
 	rowsSent  time.Time
 	rowsTimer *time.Timer
 	// reserved are the reservations of URIs whose home is this node (reserve.go).
-	reserved map[string]reservation
+	reserved reservations.Book
 }
 
 // Messages of the node actor to itself.
@@ -105,7 +106,7 @@ type nodeLost struct{ Session string }
 
 func newNode(m *Member, journal *delivery.Journal, rootPID *actor.PID) *node {
 	return &node{m: m, journal: journal, root: rootPID, members: map[string]bool{}, peers: map[string]*peer{}, warned: map[string]bool{},
-		owner: map[string]string{}, proxies: map[string]*actor.PID{}, subs: map[string]*remoteSub{}, afterRow: map[string][]func(){}, reserved: map[string]reservation{}}
+		owner: map[string]string{}, proxies: map[string]*actor.PID{}, subs: map[string]*remoteSub{}, afterRow: map[string][]func(){}}
 }
 
 func (n *node) Receive(ctx actor.Context) {
@@ -405,7 +406,7 @@ func (n *node) lost(ctx actor.Context, p *peer, why string) {
 		}
 	}
 	delete(n.peers, p.addr)
-	n.dropReservations(p.addr)
+	n.reserved.Drop(p.addr)
 	ctx.Send(n.root, &root.RemoteRows{Source: p.addr, Lost: true})
 	for key, s := range n.subs {
 		if s.proxy.Address == p.addr {

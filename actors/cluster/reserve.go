@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/termhost/termhost/actors/cluster/rendezvous"
+	"github.com/termhost/termhost/actors/cluster/reservations"
 	"github.com/termhost/termhost/actors/cluster/wire"
 	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/messages"
@@ -20,7 +21,7 @@ import (
 // this node and the peers it knows (package rendezvous), so every node that knows
 // the same members picks the same home. The home keeps who reserved each URI and refuses another node's
 // reservation while the first one holds: while its node is alive and lists the URI,
-// or for reserveHold after the reservation while its create is under way (a
+// or for reservations.Hold after the reservation while its create is under way (a
 // pseudoterminal is listed only once it has printed). The owner releases it when the
 // channel goes; a lost node's go with it.
 //
@@ -30,18 +31,8 @@ import (
 // stop the create: it is made as before reservations were. Nodes that do not yet
 // agree on the members (one is joining) may pick different homes for a moment.
 
-// reservation is, on the home node, who reserved a URI and when.
-type reservation struct {
-	addr, instance string
-	at             time.Time
-}
-
-const (
-	// reserveDeadline is how long a create waits for the home's answer.
-	reserveDeadline = 2 * time.Second
-	// reserveHold is how long a reservation holds before its URI is listed.
-	reserveHold = 30 * time.Second
-)
+// reserveDeadline is how long a create waits for the home's answer.
+const reserveDeadline = 2 * time.Second
 
 // home is the node that keeps uri's reservation: nil for this node.
 func (n *node) home(uri string) *peer {
@@ -83,32 +74,29 @@ func (n *node) reserveFor(ctx actor.Context, m *root.Reserve) {
 
 // decideReserve is the home's verdict on r: true when another node holds the URI.
 func (n *node) decideReserve(r *wire.Reserve) bool {
-	if cur, ok := n.reserved[r.URI]; ok && (cur.addr != r.Addr || cur.instance != r.Instance) && n.holds(cur, r.URI) {
-		return true
-	}
-	n.reserved[r.URI] = reservation{addr: r.Addr, instance: r.Instance, at: time.Now()}
-	return false
+	return n.reserved.Take(r.URI, reservations.Holder{Addr: r.Addr, Instance: r.Instance, At: time.Now()},
+		func(h reservations.Holder) bool { return n.holds(h, r.URI) })
 }
 
 // holds says whether a reservation still stands: its node is the one that made it and
 // lists the URI, or has had no time to yet.
-func (n *node) holds(r reservation, uri string) bool {
+func (n *node) holds(r reservations.Holder, uri string) bool {
 	lists := false
-	if r.addr == n.m.addr {
-		if r.instance != n.m.instance {
+	if r.Addr == n.m.addr {
+		if r.Instance != n.m.instance {
 			return false
 		}
 		lists = n.lists(uri)
 	} else {
-		p := n.peers[r.addr]
-		if p == nil || p.instance != r.instance {
+		p := n.peers[r.Addr]
+		if p == nil || p.instance != r.Instance {
 			return false
 		}
 		lists = slices.ContainsFunc(p.rows, func(row messages.TerminalInfo) bool { return row.Resource == uri }) ||
 			slices.Contains(p.chats, uri) ||
 			slices.ContainsFunc(p.sessions, func(s map[string]any) bool { return s["resource"] == uri })
 	}
-	return lists || time.Since(r.at) < reserveHold
+	return lists || r.Fresh()
 }
 
 // release gives back a reservation of this node's (the root's word that the channel
@@ -123,16 +111,5 @@ func (n *node) release(ctx actor.Context, m *root.Release) {
 }
 
 func (n *node) released(r *wire.ReserveRelease) {
-	if cur, ok := n.reserved[r.URI]; ok && cur.addr == r.Addr && cur.instance == r.Instance {
-		delete(n.reserved, r.URI)
-	}
-}
-
-// dropReservations forgets the reservations of a node that is gone.
-func (n *node) dropReservations(addr string) {
-	for uri, r := range n.reserved {
-		if r.addr == addr {
-			delete(n.reserved, uri)
-		}
-	}
+	n.reserved.Release(r.URI, r.Addr, r.Instance)
 }
