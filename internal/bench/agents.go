@@ -128,24 +128,13 @@ func (e *env) hostAgentTurns(ctx context.Context, n int, d time.Duration) (turnR
 		return turnRun{}, err
 	}
 	// One untimed turn each: the agent process started and its session made.
-	g, gctx := errgroup.WithContext(ctx)
-	for i, k := range ctls {
-		c := chats[i]
-		g.Go(func() error {
-			wctx, cancel := e.waitCtx(gctx)
-			defer cancel()
-			if err := e.agentTurn(wctx, k, c.w, c.chat, fmt.Sprintf("warm-%d", i)); err != nil {
-				return fmt.Errorf("session %d, first turn: %w", i, err)
-			}
-			return nil
-		})
+	agentTurn := func(ctx context.Context, k *wsclient.Control, c benchChat, id string) (bool, error) {
+		return false, e.agentTurn(ctx, k, c.w, c.chat, id)
 	}
-	if err := g.Wait(); err != nil {
+	if _, err := e.firstTurns(ctx, ctls, chats, agentTurn); err != nil {
 		return turnRun{}, err
 	}
-	return e.turnsBackToBack(ctx, ctls, chats, "agents", d, func(ctx context.Context, k *wsclient.Control, c benchChat, id string) (bool, error) {
-		return false, e.agentTurn(ctx, k, c.w, c.chat, id)
-	})
+	return e.turnsBackToBack(ctx, ctls, chats, "agents", d, agentTurn)
 }
 
 // agentTurn sends one turn of agentsPrompt and waits for its chat/turnComplete.

@@ -236,7 +236,7 @@ func TestSessions(t *testing.T) {
 	rep := run(t, true, "sessions")
 	for _, name := range []string{"turns per second, 1 session(s), 300ms", "turns per second, 2 session(s), 300ms", "turns per second, 1 session(s), 600ms",
 		"turn p50, 1 session(s), 300ms", "turn p99, 2 session(s)", "turn p50 vs interactive shell, 1 session(s), 300ms",
-		"raw interactive shells per second, 2 goroutine(s)"} {
+		"raw interactive shells per second, 2 goroutine(s)", "first turn p50, 1 fresh session(s) at once", "first turn p50, 2 fresh session(s) at once"} {
 		positive(t, rep, figure(t, rep, "sessions", name))
 	}
 	hasTarget(t, rep, figure(t, rep, "sessions", "turn p50 vs interactive shell, 1 session(s), 300ms"))

@@ -26,6 +26,8 @@ import (
 // counterparts are a shell spawned under a pty for `echo x` (SHELL -c 'echo x', the
 // issue's baseline) and an interactive shell spawned under a pty, given `echo x` and
 // exit as typed input and read to its end (what a `!` turn does, minus the host).
+// Both sides make one untimed turn (or spawn) each before the timed run: a chat's
+// first turn does what a chat does once, and shows as its own figure.
 
 // sessionsCommand is the command every turn runs.
 const sessionsCommand = "echo x"
@@ -47,6 +49,10 @@ type turnRun struct {
 	// latencies are the turns' times, in the order they ended: with one session,
 	// the order of its chat.
 	latencies []time.Duration
+	// first are the sessions' first turns, all at once and untimed by the run:
+	// each chat's first, and what it does once (host), or each worker's first spawn
+	// (raw).
+	first []time.Duration
 	// failed counts turns whose command did not run (its call failed).
 	failed int
 	// cpu measured the run: the host's process (or, raw, this one) and the machine.
@@ -121,6 +127,12 @@ func runSessions(ctx context.Context, e *env, r *report.Result) error {
 		p50, p99 := percentile(host.latencies, 0.5), percentile(host.latencies, 0.99)
 		r.Add(report.Figure{Name: "turn p50, " + label, Value: p50.Seconds(), Unit: report.UnitSeconds}).WithRaw(percentile(raw[0].latencies, 0.5).Seconds())
 		r.Add(report.Figure{Name: "turn p99, " + label, Value: p99.Seconds(), Unit: report.UnitSeconds}).WithRaw(percentile(raw[0].latencies, 0.99).Seconds())
+		// The first turns, untimed by the run: a fresh chat's first, with as many
+		// sessions making theirs at once, against a first interactive shell each.
+		if !rw.long {
+			r.Add(report.Figure{Name: fmt.Sprintf("first turn p50, %d fresh session(s) at once", rw.sessions), Value: percentile(host.first, 0.5).Seconds(), Unit: report.UnitSeconds}).
+				WithRaw(percentile(raw[1].first, 0.5).Seconds())
+		}
 		ip50 := percentile(raw[1].latencies, 0.5)
 		g := r.Add(report.Figure{Name: "turn p50 vs interactive shell, " + label, Value: p50.Seconds(), Unit: report.UnitSeconds}).WithRaw(ip50.Seconds())
 		if rw.sessions == 1 && !rw.long {
@@ -185,9 +197,16 @@ func (e *env) hostTurns(ctx context.Context, n int, d time.Duration, run int) (t
 	if err != nil {
 		return turnRun{}, err
 	}
-	return e.turnsBackToBack(ctx, ctls, chats, "sessions", d, func(ctx context.Context, k *wsclient.Control, c benchChat, id string) (bool, error) {
+	turn := func(ctx context.Context, k *wsclient.Control, c benchChat, id string) (bool, error) {
 		return e.hostTurn(ctx, k, c.w, c.chat, id)
-	})
+	}
+	first, err := e.firstTurns(ctx, ctls, chats, turn)
+	if err != nil {
+		return turnRun{}, err
+	}
+	timed, err := e.turnsBackToBack(ctx, ctls, chats, "sessions", d, turn)
+	timed.first = first
+	return timed, err
 }
 
 // hostTurn sends one `!echo x` turn and waits for its chat/turnComplete; failed says
@@ -236,6 +255,29 @@ func (e *env) hostTurn(ctx context.Context, k *wsclient.Control, w *wsclient.Wat
 func (e *env) rawTurns(ctx context.Context, workers int, d time.Duration, interactive bool) (turnRun, error) {
 	var mu sync.Mutex // guards out
 	out := turnRun{}
+	turn := func(buf []byte) error {
+		if interactive {
+			return e.rawInteractiveTurn(buf)
+		}
+		return e.rawSpawnTurn(buf)
+	}
+	// One untimed spawn each first, as the host's sessions make their first turns.
+	var warm errgroup.Group
+	for range workers {
+		warm.Go(func() error {
+			began := time.Now()
+			if err := turn(make([]byte, 4096)); err != nil {
+				return err
+			}
+			mu.Lock()
+			out.first = append(out.first, time.Since(began))
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := warm.Wait(); err != nil {
+		return out, err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	out.cpu = meterCPUAndChildren(os.Getpid())
 	start := time.Now()
@@ -245,13 +287,7 @@ func (e *env) rawTurns(ctx context.Context, workers int, d time.Duration, intera
 			buf := make([]byte, 4096)
 			for time.Now().Before(deadline) && gctx.Err() == nil {
 				began := time.Now()
-				var err error
-				if interactive {
-					err = e.rawInteractiveTurn(buf)
-				} else {
-					err = e.rawSpawnTurn(buf)
-				}
-				if err != nil {
+				if err := turn(buf); err != nil {
 					return err
 				}
 				ended := time.Now()

@@ -74,6 +74,30 @@ func (e *env) openChats(ctx context.Context, ctls []*wsclient.Control, label str
 // without success (the turn still counts).
 type turnFunc func(ctx context.Context, k *wsclient.Control, c benchChat, id string) (failed bool, err error)
 
+// firstTurns runs one untimed turn in every chat at once, a session's first, and says
+// how long each took. What a chat's first turn does once (the agent process started,
+// the chat's folder made, the first shell started with no spare ahead of it) is then
+// behind the timed run, which measures turns as a session that has lived a while
+// makes them, as a Go benchmark runs its function once before it times it.
+func (e *env) firstTurns(ctx context.Context, ctls []*wsclient.Control, chats []benchChat, turn turnFunc) ([]time.Duration, error) {
+	took := make([]time.Duration, len(ctls))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, k := range ctls {
+		c := chats[i]
+		g.Go(func() error {
+			wctx, cancel := e.waitCtx(gctx)
+			defer cancel()
+			began := time.Now()
+			if _, err := turn(wctx, k, c, fmt.Sprintf("first-%d", i)); err != nil {
+				return fmt.Errorf("session %d, first turn: %w", i, err)
+			}
+			took[i] = time.Since(began)
+			return nil
+		})
+	}
+	return took, g.Wait()
+}
+
 // turnsBackToBack runs turns back to back in every chat at once for d, each chat's one
 // after another, and measures each turn and the host's CPU over the run.
 func (e *env) turnsBackToBack(ctx context.Context, ctls []*wsclient.Control, chats []benchChat, label string, d time.Duration, turn turnFunc) (turnRun, error) {
