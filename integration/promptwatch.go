@@ -14,6 +14,12 @@ import (
 // echo the sentinel. So it is typed once the shell itself reads its terminal again.
 // The host's two typists of commands (the agent shell tools and a `!` command) hold
 // an OwedSentinel for such a command, and look when it says, off their mailbox.
+// On pipes the same holds: the line would wait in the shell's input pipe, where a
+// command reading its standard input would read it.
+
+// SentinelsOwed says whether a sentinel can be owed here: whether a shell can be
+// seen reading again. Where it cannot, the sentinel is typed after the command.
+const SentinelsOwed = pty.InputSeen
 
 // OwedSentinel is a sentinel not typed yet: the command it ends was typed into a
 // shell without marks, under a pseudoterminal, and the line that echoes the sentinel
@@ -24,11 +30,34 @@ type OwedSentinel struct {
 	pid         int
 	typed       time.Time
 	looks       PromptLooks
+	// onPipes: the shell reads a pipe, and written says the command's line has
+	// reached it.
+	onPipes, written bool
 }
 
 // Owe is the sentinel id owed for command, just typed into the shell with pid.
 func Owe(id, command string, pid int) *OwedSentinel {
 	return &OwedSentinel{id: id, command: command, pid: pid, typed: time.Now()}
+}
+
+// OweOnPipes is Owe for a shell on pipes. Nothing echoes there: its looks wait
+// instead until the holder says the command's line has been written to the pipe
+// (Wrote). From then on the shell seen blocked reading the pipe has read the line
+// and run the command, since a read of a pipe blocks only when it is empty.
+func OweOnPipes(id, command string, pid int) *OwedSentinel {
+	o := Owe(id, command, pid)
+	o.onPipes = true
+	return o
+}
+
+// Wrote says the command's line has been written to the shell's pipe; it reports,
+// as Printed does, whether a look already waiting should be brought near.
+func (o *OwedSentinel) Wrote() bool {
+	if o == nil || o.written {
+		return false
+	}
+	o.written = true
+	return o.looks.Printed()
 }
 
 // Next is the gap before the next look.
@@ -41,13 +70,22 @@ func (o *OwedSentinel) Printed() bool { return o != nil && o.looks.Printed() }
 // MayLook says whether a look can tell anything yet, given out, what the terminal
 // printed since the command was typed: not before the command's line has come back
 // (Echoed), unless EchoWait has passed (a shell with the echo off).
+// On pipes it is once the line is written (Wrote).
 func (o *OwedSentinel) MayLook(out string) bool {
+	if o.onPipes {
+		return o.written
+	}
 	return Echoed(out, o.command) || time.Since(o.typed) >= EchoWait
 }
 
-// Look reports whether the shell reads its terminal again (ShellReadsAgain). It
-// reads /proc: run it off the mailbox.
-func (o *OwedSentinel) Look() bool { return ShellReadsAgain(o.pid) }
+// Look reports whether the shell reads its terminal again (ShellReadsAgain), or on
+// pipes its pipe (ShellReadsItsPipeAgain). It reads /proc: run it off the mailbox.
+func (o *OwedSentinel) Look() bool {
+	if o.onPipes {
+		return ShellReadsItsPipeAgain(o.pid)
+	}
+	return ShellReadsAgain(o.pid)
+}
 
 // Line is what to type once Look says so: the sentinel's echo, with a leading space
 // that keeps it out of a POSIX shell's history, and the return that enters it.
@@ -79,6 +117,14 @@ const EchoWait = time.Second
 // foreground: back at its prompt, or in a read builtin.
 func ShellReadsAgain(pid int) bool {
 	w := pty.ForegroundInput(pid)
+	return w.Waiting && w.Pid == pid
+}
+
+// ShellReadsItsPipeAgain is ShellReadsAgain for a shell on pipes: it is itself
+// blocked reading the pipe it reads its commands from, with nothing under it
+// running or reading it.
+func ShellReadsItsPipeAgain(pid int) bool {
+	w := pty.PipeInput(pid)
 	return w.Waiting && w.Pid == pid
 }
 

@@ -57,3 +57,27 @@ func TestOwedSentinelWaitsForTheEchoThenTypesAQuietLine(t *testing.T) {
 		t.Fatal("no sentinel owed, yet its looks were brought near")
 	}
 }
+
+// On pipes nothing echoes: the looks wait for the line to be written instead, and
+// once it is, waiting looks are brought near.
+func TestOwedSentinelOnPipesWaitsForTheLineToBeWritten(t *testing.T) {
+	o := OweOnPipes("k9", "head -n 1", 1)
+	if o.MayLook(" head -n 1\n") {
+		t.Fatal("a look on pipes before the command's line was written")
+	}
+	o.Next()
+	o.Next() // the looks have drawn apart
+	if !o.Wrote() {
+		t.Fatal("the looks that drew apart were not brought near once the line was written")
+	}
+	if !o.MayLook("") {
+		t.Fatal("no look once the command's line was written")
+	}
+	if o.Wrote() {
+		t.Fatal("the line written twice brought the looks near twice")
+	}
+	var none *OwedSentinel
+	if none.Wrote() {
+		t.Fatal("no sentinel owed, yet its looks were brought near")
+	}
+}

@@ -11,6 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// InputSeen says whether ForegroundInput and PipeInput can see a wait here: they
+// read /proc.
+const InputSeen = true
+
 // ForegroundInput reports whether the job in the foreground of the terminal whose
 // shell is sid (the shell's pid, which leads its session) is waiting for somebody to
 // type: no process of the foreground group runs, and one of them is blocked reading
@@ -27,6 +31,34 @@ func ForegroundInput(sid int) InputWait {
 	if !ok || shell.tty == 0 || shell.tpgid <= 0 {
 		return InputWait{}
 	}
+	foreground := func(st foregroundStat) bool { return st.pgrp == shell.tpgid }
+	return inputWaitUnder(sid, shell, inputFile{rdev: shell.tty}, foreground, buf[:])
+}
+
+// PipeInput is ForegroundInput for a shell on pipes (sid its pid, which leads its
+// session): whether the processes under it wait to read the pipe the shell reads
+// its commands from. There is no terminal and no foreground there: every process of
+// the session counts, and what is waited on is the shell's standard input, the same
+// pipe by device and inode whichever descriptor holds it. The shell itself blocked
+// reading it has read everything written to it (a read on a pipe blocks only when
+// the pipe is empty) and waits for its next line.
+func PipeInput(sid int) InputWait {
+	var buf [statBufSize]byte
+	shell, ok := foregroundStatOf(sid, buf[:])
+	if !ok {
+		return InputWait{}
+	}
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(sid)+"/fd/0", &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		return InputWait{}
+	}
+	every := func(foregroundStat) bool { return true }
+	return inputWaitUnder(sid, shell, inputFile{fifo: true, dev: uint64(st.Dev), ino: uint64(st.Ino)}, every, buf[:])
+}
+
+// inputWaitUnder walks the processes of sid's session, the shell's stat first, and
+// finds one that counts blocked reading in, with none that counts running.
+func inputWaitUnder(sid int, shell foregroundStat, in inputFile, counts func(foregroundStat) bool, buf []byte) InputWait {
 	w := sessionWalk{sid: sid, seen: map[int]bool{sid: true}}
 	pids, stats := []int{sid}, []foregroundStat{shell}
 	var found InputWait
@@ -35,11 +67,11 @@ func ForegroundInput(sid int) InputWait {
 			return InputWait{}
 		}
 		st := stats[i]
-		if st.pgrp == shell.tpgid && st.state != 'Z' {
-			switch doing := inspectForInput(pids[i], st, shell.tty); doing {
+		if counts(st) && st.state != 'Z' {
+			switch doing := inspectForInput(pids[i], st, in); doing {
 			case processRuns:
 				return InputWait{}
-			case processReadsTerminal:
+			case processReadsInput:
 				if !found.Waiting {
 					found = InputWait{Waiting: true, Pid: pids[i], Name: st.comm}
 				}
@@ -54,12 +86,28 @@ func ForegroundInput(sid int) InputWait {
 				continue
 			}
 			w.seen[k] = true
-			if kst, ok := foregroundStatOf(k, buf[:]); ok {
+			if kst, ok := foregroundStatOf(k, buf); ok {
 				pids, stats = append(pids, k), append(stats, kst)
 			}
 		}
 	}
 	return found
+}
+
+// inputFile is what a wait for input is a wait on: a terminal, by its device
+// number (/dev/tty and /dev/pts/N are one), or a pipe, by its device and inode.
+type inputFile struct {
+	fifo     bool
+	rdev     uint64
+	dev, ino uint64
+}
+
+// is says whether st, a descriptor's stat, is the input.
+func (in inputFile) is(st *unix.Stat_t) bool {
+	if in.fifo {
+		return st.Mode&unix.S_IFMT == unix.S_IFIFO && uint64(st.Dev) == in.dev && uint64(st.Ino) == in.ino
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFCHR && uint64(st.Rdev) == in.rdev
 }
 
 // InputWait is what ForegroundInput found.
@@ -84,7 +132,7 @@ type processDoing int
 const (
 	processSleeps processDoing = iota
 	processRuns
-	processReadsTerminal
+	processReadsInput
 )
 
 // foregroundStat is what ForegroundInput reads of a process's stat.
@@ -117,7 +165,7 @@ func foregroundStatOf(pid int, buf []byte) (foregroundStat, bool) {
 // inspectForInput says what one process of the foreground group is doing: running
 // (any thread), blocked reading the terminal (any thread), or asleep on something
 // else.
-func inspectForInput(pid int, st foregroundStat, tty uint64) processDoing {
+func inspectForInput(pid int, st foregroundStat, in inputFile) processDoing {
 	switch st.state {
 	case 'R':
 		return processRuns
@@ -143,8 +191,8 @@ func inspectForInput(pid int, st foregroundStat, tty uint64) processDoing {
 		if !ok {
 			return processRuns
 		}
-		if call.nr >= 0 && readsTerminal(pid, call, tty) {
-			doing = processReadsTerminal
+		if call.nr >= 0 && readsInput(pid, call, in) {
+			doing = processReadsInput
 		}
 	}
 	return doing
@@ -188,24 +236,23 @@ func blockedSyscall(pid, tid int) (blockedCall, bool) {
 	return call, true
 }
 
-// readsTerminal says whether a blocked call waits for the terminal to be readable.
-func readsTerminal(pid int, call blockedCall, tty uint64) bool {
+// readsInput says whether a blocked call waits for the input to be readable.
+func readsInput(pid int, call blockedCall, in inputFile) bool {
 	switch call.nr {
 	case unix.SYS_READ, unix.SYS_READV, unix.SYS_PREAD64:
-		return isTerminal(pid, int(int32(call.args[0])), tty)
+		return isInput(pid, int(int32(call.args[0])), in)
 	case unix.SYS_PSELECT6, sysSelect:
-		return selectReadsTerminal(pid, int(int32(call.args[0])), call.args[1], tty)
+		return selectReadsInput(pid, int(int32(call.args[0])), call.args[1], in)
 	case unix.SYS_PPOLL, sysPoll:
-		return pollReadsTerminal(pid, call.args[0], int(call.args[1]), tty)
+		return pollReadsInput(pid, call.args[0], int(call.args[1]), in)
 	case unix.SYS_EPOLL_PWAIT, unix.SYS_EPOLL_PWAIT2, sysEpollWait:
-		return epollReadsTerminal(pid, int(int32(call.args[0])), tty)
+		return epollReadsInput(pid, int(int32(call.args[0])), in)
 	}
 	return false
 }
 
-// isTerminal says whether descriptor fd of pid is the terminal (the same device,
-// whichever name opened it: /dev/tty and /dev/pts/N are one).
-func isTerminal(pid, fd int, tty uint64) bool {
+// isInput says whether descriptor fd of pid is the input.
+func isInput(pid, fd int, in inputFile) bool {
 	if fd < 0 {
 		return false
 	}
@@ -213,7 +260,7 @@ func isTerminal(pid, fd int, tty uint64) bool {
 	if err := unix.Stat("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.Itoa(fd), &st); err != nil {
 		return false
 	}
-	return st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == tty
+	return in.is(&st)
 }
 
 // isSocket says whether descriptor fd of pid is a socket.
@@ -222,17 +269,17 @@ func isSocket(pid, fd int) bool {
 	return err == nil && strings.HasPrefix(link, "socket:")
 }
 
-// watchesTerminal judges a wait on several descriptors: the terminal among them
-// and no socket.
-func watchesTerminal(pid int, fds []int, tty uint64) bool {
-	terminal := false
+// watchesInput judges a wait on several descriptors: the input among them and no
+// socket.
+func watchesInput(pid int, fds []int, in inputFile) bool {
+	input := false
 	for _, fd := range fds {
 		if isSocket(pid, fd) {
 			return false
 		}
-		terminal = terminal || isTerminal(pid, fd, tty)
+		input = input || isInput(pid, fd, in)
 	}
-	return terminal
+	return input
 }
 
 // readMemory reads n bytes of pid's memory at addr.
@@ -253,8 +300,8 @@ func readMemory(pid int, addr uint64, n int) ([]byte, bool) {
 	return b, true
 }
 
-// selectReadsTerminal reads the read set of a select (nfds, then the set's address).
-func selectReadsTerminal(pid, nfds int, set uint64, tty uint64) bool {
+// selectReadsInput reads the read set of a select (nfds, then the set's address).
+func selectReadsInput(pid, nfds int, set uint64, in inputFile) bool {
 	if nfds <= 0 || nfds > 1024 {
 		return false
 	}
@@ -272,11 +319,11 @@ func selectReadsTerminal(pid, nfds int, set uint64, tty uint64) bool {
 			}
 		}
 	}
-	return watchesTerminal(pid, fds, tty)
+	return watchesInput(pid, fds, in)
 }
 
-// pollReadsTerminal reads a poll's array of {fd int32, events int16, revents int16}.
-func pollReadsTerminal(pid int, array uint64, n int, tty uint64) bool {
+// pollReadsInput reads a poll's array of {fd int32, events int16, revents int16}.
+func pollReadsInput(pid int, array uint64, n int, in inputFile) bool {
 	if n <= 0 || n > 256 {
 		return false
 	}
@@ -292,11 +339,11 @@ func pollReadsTerminal(pid int, array uint64, n int, tty uint64) bool {
 			fds = append(fds, int(fd))
 		}
 	}
-	return watchesTerminal(pid, fds, tty)
+	return watchesInput(pid, fds, in)
 }
 
-// epollReadsTerminal reads an epoll's set from its fdinfo ("tfd: N events: HEX").
-func epollReadsTerminal(pid, epfd int, tty uint64) bool {
+// epollReadsInput reads an epoll's set from its fdinfo ("tfd: N events: HEX").
+func epollReadsInput(pid, epfd int, in inputFile) bool {
 	if epfd < 0 {
 		return false
 	}
@@ -321,5 +368,5 @@ func epollReadsTerminal(pid, epfd int, tty uint64) bool {
 			return false
 		}
 	}
-	return watchesTerminal(pid, fds, tty)
+	return watchesInput(pid, fds, in)
 }

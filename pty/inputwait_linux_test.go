@@ -136,3 +136,65 @@ func requirePython(t *testing.T) {
 		t.Skipf("%s is not installed (.ci/run installs Debian's python3)", python3)
 	}
 }
+
+// waitForPipeInput polls PipeInput until it finds somebody reading the shell's pipe.
+func waitForPipeInput(t *testing.T, r *running) InputWait {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for {
+		if w := PipeInput(r.p.Pid()); w.Waiting {
+			return w
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("PipeInput never found a reader of the shell's pipe; output %q", tail(r.out.String()))
+		}
+		time.Sleep(5 * time.Millisecond) // polling /proc: there is no event to wait on
+	}
+}
+
+// A shell on pipes reads its commands from its input pipe: PipeInput finds the
+// shell itself reading it between commands, the command that reads it while one
+// does, and nobody while a command waits on something else.
+func TestPipeInputSeesWhoReadsTheShellsPipe(t *testing.T) {
+	r := start(t, Spec{Shell: "/bin/sh"})
+	typed := func(line string) {
+		t.Helper()
+		if _, err := r.p.Write([]byte(line + "\n")); err != nil {
+			t.Fatalf("write %q: %v", line, err)
+		}
+	}
+	if w := waitForPipeInput(t, r); w.Pid != r.p.Pid() {
+		t.Fatalf("between commands PipeInput found %s (pid %d), not the shell (%d)", w.Name, w.Pid, r.p.Pid())
+	}
+
+	typed("echo go; head -n 1; echo head-done")
+	r.out.waitFor(testContext(t), t, "go")
+	if w := waitForPipeInput(t, r); w.Name != "head" {
+		t.Fatalf("while head reads the pipe PipeInput found %s (pid %d)", w.Name, w.Pid)
+	}
+	typed("for-head")
+	r.out.waitFor(testContext(t), t, "head-done")
+	if w := waitForPipeInput(t, r); w.Pid != r.p.Pid() {
+		t.Fatalf("after the command PipeInput found %s (pid %d), not the shell", w.Name, w.Pid)
+	}
+
+	typed("echo sleeping; sleep 30 </dev/null")
+	r.out.waitFor(testContext(t), t, "sleeping")
+	waitUntilBlocked(t, r, "sleep")
+	for range 3 {
+		if w := PipeInput(r.p.Pid()); w.Waiting {
+			t.Fatalf("while sleep runs PipeInput says %s (pid %d) reads the pipe", w.Name, w.Pid)
+		}
+	}
+}
+
+// A shell under a pseudoterminal reads no pipe.
+func TestPipeInputUnderAPseudoterminal(t *testing.T) {
+	requirePty(t)
+	r := start(t, Spec{Command: "echo go; read x", UsePty: true})
+	r.out.waitFor(testContext(t), t, "go")
+	waitUntilBlocked(t, r, "sh")
+	if w := PipeInput(r.p.Pid()); w.Waiting {
+		t.Fatalf("a shell under a pseudoterminal has no input pipe, but PipeInput says %s waits", w.Name)
+	}
+}

@@ -9,6 +9,13 @@ type InputWait struct {
 	Name    string
 }
 
+// InputSeen says whether ForegroundInput and PipeInput can see a wait: not without
+// /proc.
+const InputSeen = false
+
 // ForegroundInput cannot tell without /proc: never waiting, so a caller waits as
 // it would have anyway.
 func ForegroundInput(int) InputWait { return InputWait{} }
+
+// PipeInput cannot tell without /proc either.
+func PipeInput(int) InputWait { return InputWait{} }

@@ -361,16 +361,40 @@ func TestBangCommandInASentinelShellReadsOnlyWhatIsTyped(t *testing.T) {
 		t.Skip("no pseudoterminal on this machine")
 	}
 	h := startHost(t, withPty(true), withDefaultShell("/bin/sh"))
-	c := h.dial("bang-sh")
-	chat := c.openSession("ahp-session:/bang-sh", t.TempDir())
+	// head is reading the terminal once the shell has read the line: the terminal
+	// echoes it then.
+	headReadsWhatIsTyped(t, h, "bang-sh", "!head -n 1; echo after-$?", "head -n 1")
+}
+
+// The same on pipes, where the shell reads its commands from a pipe and a command
+// that reads its standard input reads that pipe: the sentinel's line is written
+// to it only once the shell itself reads it again, so head reads the person's line.
+// Before, head took the sentinel's line and the turn waited out its two minutes.
+// The shell is bash, which marks nothing on pipes and reads them a byte at a time,
+// leaving what follows a command's line to the command (dash reads ahead, and takes
+// a line typed after the command itself).
+func TestBangCommandInASentinelShellOnPipesReadsOnlyWhatIsTyped(t *testing.T) {
+	h := startHost(t, withPty(false), withDefaultShell("/bin/bash"))
+	// Nothing echoes on pipes: "reading" says the shell has read the line and runs
+	// it, so what is typed from then on is head's.
+	headReadsWhatIsTyped(t, h, "bang-sh-pipes", "!echo reading; head -n 1; echo after-$?", "reading")
+}
+
+// headReadsWhatIsTyped runs a quick command and then command, whose head reads
+// the terminal, in a new session of h; once the terminal shows ready, a person
+// types a line, which head prints, and the call completes as the command ran.
+func headReadsWhatIsTyped(t *testing.T, h *testHost, name, command, ready string) {
+	t.Helper()
+	c := h.dial(name)
+	chat := c.openSession("ahp-session:/"+name, t.TempDir())
 
 	quick := c.waitCompleted(chat, c.say(chat, "!echo one; false"))
 	if quick.PastTenseMessage != "Command exited with code 1" || len(quick.Content) != 1 || !strings.Contains(quick.Content[0].Result.Preview, "one") ||
 		strings.Contains(quick.Content[0].Result.Preview, "SENTINEL") {
-		t.Fatalf("a quick command in sh completed %+v", quick)
+		t.Fatalf("a quick command completed %+v", quick)
 	}
 
-	turn := c.say(chat, "!head -n 1; echo after-$?")
+	turn := c.say(chat, command)
 	var uri string
 	c.waitFor("the call's terminal", func(n *client.Notification) bool {
 		if n.Envelope == nil || n.Envelope.Type != "chat/toolCallContentChanged" || !strings.Contains(string(n.Envelope.Action), turn) {
@@ -387,11 +411,10 @@ func TestBangCommandInASentinelShellReadsOnlyWhatIsTyped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// head is reading the terminal once the shell has read the line: the terminal
-	// echoes it then (before the subscribe, or after it).
-	if _, text := terminalText(t, snap); !strings.Contains(text, "head -n 1") {
-		c.waitFor("the command's line echoed", func(n *client.Notification) bool {
-			return n.Envelope != nil && n.Envelope.Channel == uri && n.Envelope.Type == "terminal/data" && strings.Contains(string(n.Envelope.Action), "head -n 1")
+	// What shows the command runs may come before the subscribe, or after it.
+	if _, text := terminalText(t, snap); !strings.Contains(text, ready) {
+		c.waitFor(fmt.Sprintf("%q in the terminal", ready), func(n *client.Notification) bool {
+			return n.Envelope != nil && n.Envelope.Channel == uri && n.Envelope.Type == "terminal/data" && strings.Contains(string(n.Envelope.Action), ready)
 		})
 	}
 	c.dispatch(uri, map[string]any{"type": "terminal/input", "data": "typed-by-a-person\r"})

@@ -831,35 +831,45 @@ func TestMCPStopBackgroundWorkInterruptsTheCommand(t *testing.T) {
 // line as its one line, printed it and ended, and the shell never echoed the
 // sentinel: the call waited out its window.
 func TestMCPSentinelShellCommandReadsOnlyWhatIsTyped(t *testing.T) {
-	h := ptyHost(t, withShells(func(o *shells.Options) { o.Window = time.Hour }),
-		func(c *server.Config) { c.Root.DefaultShell = "/bin/sh" })
-	a := h.mcpAgent(h.owner, "tools=pty")
+	// On pipes the terminal is the pipe the shell reads its commands from, and no
+	// shell marks commands there. bash reads that pipe a byte at a time, leaving
+	// what follows a command's line to the command (dash reads ahead, and would
+	// take the sentinel's line itself).
+	forEachMode(t, func(t *testing.T, m terminalMode) {
+		shell := "/bin/sh"
+		if !m.pty {
+			shell = "/bin/bash"
+		}
+		h := m.host(t, withShells(func(o *shells.Options) { o.Window = time.Hour }),
+			func(c *server.Config) { c.Root.DefaultShell = shell })
+		a := h.mcpAgent(h.owner, "tools=pty")
 
-	quick := a.call("bash", map[string]any{"command": "echo one; false"})
-	if code, ok := quick.exitCode(); !ok || code != 1 || quick.running() || !hasLine(quick.text, "one") || strings.Contains(quick.text, "SENTINEL") {
-		t.Fatalf("a quick command in sh answered:\n%s", quick.text)
-	}
+		quick := a.call("bash", map[string]any{"command": "echo one; false"})
+		if code, ok := quick.exitCode(); !ok || code != 1 || quick.running() || !hasLine(quick.text, "one") || strings.Contains(quick.text, "SENTINEL") {
+			t.Fatalf("a quick command in %s answered:\n%s", shell, quick.text)
+		}
 
-	r := a.call("bash", map[string]any{"command": "head -n 1; echo after-$?"})
-	if !r.running() || !strings.Contains(r.text, "waiting for input: head reads the terminal") {
-		t.Fatalf("a command reading the terminal in sh answered:\n%s", r.text)
-	}
-	if strings.Contains(r.text, "SENTINEL") {
-		t.Fatalf("the command was given the sentinel's line:\n%s", r.text)
-	}
-	answer := a.call("bash_input", map[string]any{"bash_id": r.shellID(), "input": "typed-by-the-agent", "submit": true})
-	seen := answer.text
-	if answer.running() || !strings.Contains(answer.text, "after-0") {
-		seen += a.until("bash_output", map[string]any{"bash_id": r.shellID()}, func(r toolResult) bool {
-			return strings.Contains(r.text, "after-0") && !r.running()
-		}).text
-	}
-	if !strings.Contains(seen, "typed-by-the-agent") || strings.Contains(seen, "SENTINEL") {
-		t.Fatalf("head did not print what was typed, or the sentinel showed:\n%s", seen)
-	}
-	// The shell goes on: the next command runs and ends as the first did.
-	next := a.call("bash", map[string]any{"bash_id": r.shellID(), "command": "echo still-here"})
-	if code, ok := next.exitCode(); !ok || code != 0 || !hasLine(next.text, "still-here") {
-		t.Fatalf("the next command answered:\n%s", next.text)
-	}
+		r := a.call("bash", map[string]any{"command": "head -n 1; echo after-$?"})
+		if !r.running() || !strings.Contains(r.text, "waiting for input: head reads the terminal") {
+			t.Fatalf("a command reading the terminal in %s answered:\n%s", shell, r.text)
+		}
+		if strings.Contains(r.text, "SENTINEL") {
+			t.Fatalf("the command was given the sentinel's line:\n%s", r.text)
+		}
+		answer := a.call("bash_input", map[string]any{"bash_id": r.shellID(), "input": "typed-by-the-agent", "submit": true})
+		seen := answer.text
+		if answer.running() || !strings.Contains(answer.text, "after-0") {
+			seen += a.until("bash_output", map[string]any{"bash_id": r.shellID()}, func(r toolResult) bool {
+				return strings.Contains(r.text, "after-0") && !r.running()
+			}).text
+		}
+		if !strings.Contains(seen, "typed-by-the-agent") || strings.Contains(seen, "SENTINEL") {
+			t.Fatalf("head did not print what was typed, or the sentinel showed:\n%s", seen)
+		}
+		// The shell goes on: the next command runs and ends as the first did.
+		next := a.call("bash", map[string]any{"bash_id": r.shellID(), "command": "echo still-here"})
+		if code, ok := next.exitCode(); !ok || code != 0 || !hasLine(next.text, "still-here") {
+			t.Fatalf("the next command answered:\n%s", next.text)
+		}
+	})
 }

@@ -227,12 +227,16 @@ func (s *session) opened(ctx actor.Context, toolCallID string, res *terminal.Cre
 		Content: []messages.TerminalContent{commandcall.Block(r.terminal, r.isPty)}})
 	// A leading space keeps the command out of a POSIX shell's history.
 	line := " " + r.command
-	owed := !r.marks && r.isPty && res.Pid > 0
+	owed := !r.marks && res.Pid > 0 && integration.SentinelsOwed
 	if !r.marks && !owed {
 		line += "\n " + integration.SentinelEcho(r.sentinel) // the space: out of the history too
 	}
 	r.typed = true
-	ctx.Send(s.root, &terminal.Write{URI: r.terminal, Data: line + "\r"})
+	w := &terminal.Write{URI: r.terminal, Data: line + "\r"}
+	if owed && !r.isPty {
+		w.Written = ctx.Self()
+	}
+	ctx.Send(s.root, w)
 	if owed {
 		s.oweSentinel(ctx, r, res.Pid)
 	}

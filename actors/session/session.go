@@ -241,6 +241,8 @@ func (s *session) Receive(ctx actor.Context) {
 		s.sentinelLook(ctx, m)
 	case *sentinelLooked:
 		s.sentinelLooked(ctx, m)
+	case *terminal.Written:
+		s.written(ctx, m)
 	case *turnKept:
 		s.turnKept(ctx, m)
 	case *channel.Shutdown:

@@ -91,7 +91,11 @@ func (s *service) typeCommand(ctx actor.Context, sh *shell, c *command) {
 	}
 	c.typed = true
 	s.opts.Logger.Debug("agent command typed", "shell", sh.id, "marks", sh.marks, "command", c.line)
-	ctx.Send(s.spec.Root, &terminal.Write{URI: sh.uri, Data: line + "\r"})
+	w := &terminal.Write{URI: sh.uri, Data: line + "\r"}
+	if owed && !sh.isPty {
+		w.Written = ctx.Self()
+	}
+	ctx.Send(s.spec.Root, w)
 	if owed {
 		s.oweSentinel(ctx, sh, c)
 	}
@@ -255,8 +259,8 @@ func (s *service) inputLook(ctx actor.Context, m *inputLook) {
 		return
 	}
 	c := sh.cmd
-	if sh.opened && (!sh.isPty || sh.pid <= 0) {
-		return // no terminal to read, or no process known to look at
+	if sh.opened && sh.pid <= 0 {
+		return // no process known to look at
 	}
 	// Until the command has begun, the shell reading the terminal is the shell at
 	// its prompt. A command ended by its sentinel has begun once typed: the shell
@@ -266,10 +270,14 @@ func (s *service) inputLook(ctx actor.Context, m *inputLook) {
 		s.nextLook(ctx, sh, c)
 		return
 	}
-	self, system, pid := s.self, ctx.ActorSystem(), sh.pid
+	self, system, pid, isPty := s.self, ctx.ActorSystem(), sh.pid, sh.isPty
 	looked := &inputLooked{shell: sh.id, seq: c.seq, printed: c.outBytes}
 	go func() {
-		looked.wait = pty.ForegroundInput(pid)
+		if isPty {
+			looked.wait = pty.ForegroundInput(pid)
+		} else {
+			looked.wait = pty.PipeInput(pid) // the pipe it reads is its terminal
+		}
 		system.Root.Send(self, looked)
 	}()
 }

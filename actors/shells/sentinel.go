@@ -8,12 +8,14 @@ import (
 )
 
 // A command typed into a shell without marks has its sentinel owed, not typed,
-// where the shell's foreground can be seen (a pseudoterminal, the shell's process
-// known, the looks on): the line that echoes the sentinel is typed once the shell
-// itself reads the terminal again (integration.OwedSentinel), so that a command
-// reading the terminal cannot read it. A command that reads the terminal meanwhile
-// is the one seen reading, is answered as waiting for input, and reads only what
-// somebody types. On pipes, or with the looks turned off, the sentinel is typed
+// where the shell can be seen (its process known, the looks on): the line that
+// echoes the sentinel is typed once the shell itself reads the terminal again
+// (integration.OwedSentinel), so that a command reading the terminal cannot read
+// it. A command that reads the terminal meanwhile is the one seen reading, is
+// answered as waiting for input, and reads only what somebody types. On pipes the
+// terminal is the pipe the shell reads, and the looks start once the command's
+// line has been written to it (terminal.Written). With the looks turned off, or
+// where /proc cannot be read (integration.SentinelsOwed), the sentinel is typed
 // after the command as before.
 
 type (
@@ -33,14 +35,30 @@ type (
 // owesSentinel says whether a command typed into sh now has its sentinel typed
 // later, once the shell reads again, rather than straight after it.
 func (s *service) owesSentinel(sh *shell) bool {
-	return !sh.marks && sh.isPty && sh.pid > 0 && s.opts.InputPoll > 0
+	return !sh.marks && sh.pid > 0 && s.opts.InputPoll > 0 && integration.SentinelsOwed
 }
 
 // oweSentinel starts the looks for the shell's prompt after c was typed without
 // its sentinel.
 func (s *service) oweSentinel(ctx actor.Context, sh *shell, c *command) {
-	c.owed = integration.Owe(c.sentinel, c.line, sh.pid)
+	if sh.isPty {
+		c.owed = integration.Owe(c.sentinel, c.line, sh.pid)
+	} else {
+		c.owed = integration.OweOnPipes(c.sentinel, c.line, sh.pid)
+	}
 	s.nextSentinelLook(ctx, sh, c)
+}
+
+// written is told that a command's line has reached its shell's pipe: the looks
+// for the shell's prompt may start.
+func (s *service) written(ctx actor.Context, m *terminal.Written) {
+	sh := s.byURI[m.URI]
+	if sh == nil || sh.cmd == nil || sh.cmd.done || sh.cmd.owed == nil {
+		return
+	}
+	if c := sh.cmd; c.owed.Wrote() && c.sentinelTimer != nil && c.sentinelTimer.Stop() {
+		s.nextSentinelLook(ctx, sh, c)
+	}
 }
 
 func (s *service) nextSentinelLook(ctx actor.Context, sh *shell, c *command) {

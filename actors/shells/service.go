@@ -325,6 +325,8 @@ func (s *service) Receive(ctx actor.Context) {
 		s.sentinelLook(ctx, m)
 	case *sentinelLooked:
 		s.sentinelLooked(ctx, m)
+	case *terminal.Written:
+		s.written(ctx, m)
 	case *detectOver:
 		if sh := s.shells[m.shell]; sh != nil {
 			s.ready(ctx, sh)

@@ -76,7 +76,15 @@ type Event struct {
 type Write struct {
 	URI  string
 	Data string
+	// Written, when set, is sent a *Written once Data has been written to the
+	// process, behind everything written before it. A shell on pipes seen reading
+	// its input after that has read Data (a read on a pipe blocks only when the pipe
+	// is empty).
+	Written *actor.PID
 }
+
+// Written says a Write's Data has been written to the terminal's process.
+type Written struct{ URI string }
 
 // SnapshotQuery asks a terminal for its settled state; the answer is a
 // *messages.TerminalState.

@@ -239,6 +239,10 @@ func (t *terminal) live(ctx actor.Context) {
 	case *Write:
 		if t.exit == nil {
 			t.writeInput(ctx, m.Data)
+			if m.Written != nil {
+				system, uri := ctx.ActorSystem(), t.uri
+				t.input.control(func(processControl) { system.Root.Send(m.Written, &Written{URI: uri}) })
+			}
 		}
 	case *screenFailed:
 		t.screenFailed(m)
