@@ -63,8 +63,9 @@ func (o *OwedSentinel) Wrote() bool {
 // Next is the gap before the next look.
 func (o *OwedSentinel) Next() time.Duration { return o.looks.Next() }
 
-// Printed says the command printed; it reports whether a look already waiting should
-// be brought near (the holder stops its timer and waits Next again).
+// Printed says the command printed; it reports whether the looks had drawn apart,
+// so that a look already waiting should be brought near (the holder stops its timer
+// and looks now).
 func (o *OwedSentinel) Printed() bool { return o != nil && o.looks.Printed() }
 
 // MayLook says whether a look can tell anything yet, given out, what the terminal
@@ -78,14 +79,9 @@ func (o *OwedSentinel) MayLook(out string) bool {
 	return Echoed(out, o.command) || time.Since(o.typed) >= EchoWait
 }
 
-// Look reports whether the shell reads its terminal again (ShellReadsAgain), or on
-// pipes its pipe (ShellReadsItsPipeAgain). It reads /proc: run it off the mailbox.
-func (o *OwedSentinel) Look() bool {
-	if o.onPipes {
-		return ShellReadsItsPipeAgain(o.pid)
-	}
-	return ShellReadsAgain(o.pid)
-}
+// Look reports whether the shell reads its terminal (or its pipe) again
+// (ShellReadsAgain). It reads /proc: run it off the mailbox.
+func (o *OwedSentinel) Look() bool { return ShellReadsAgain(o.pid) }
 
 // Line is what to type once Look says so: the sentinel's echo, with a leading space
 // that keeps it out of a POSIX shell's history, and the return that enters it.
@@ -115,18 +111,10 @@ const EchoWait = time.Second
 // ShellReadsAgain reports whether the shell with pid, which leads its terminal's
 // session, is itself waiting to read its terminal with no job of its own in the
 // foreground: back at its prompt, or in a read builtin.
-func ShellReadsAgain(pid int) bool {
-	w := pty.ForegroundInput(pid)
-	return w.Waiting && w.Pid == pid
-}
-
-// ShellReadsItsPipeAgain is ShellReadsAgain for a shell on pipes: it is itself
-// blocked reading the pipe it reads its commands from, with nothing under it
-// running or reading it.
-func ShellReadsItsPipeAgain(pid int) bool {
-	w := pty.PipeInput(pid)
-	return w.Waiting && w.Pid == pid
-}
+// On pipes, its terminal is the pipe it reads its commands from. Only the shell is
+// looked at (pty.ShellReadsInput), so a look costs the same beside a build of
+// hundreds of processes as beside one.
+func ShellReadsAgain(pid int) bool { return pty.ShellReadsInput(pid) }
 
 // PromptLooks paces the looks for a shell's prompt after a command: close together
 // at first (most commands end within a millisecond or two, and a look costs about a

@@ -56,6 +56,34 @@ func PipeInput(sid int) InputWait {
 	return inputWaitUnder(sid, shell, inputFile{fifo: true, dev: uint64(st.Dev), ino: uint64(st.Ino)}, every, buf[:])
 }
 
+// ShellReadsInput reports whether the shell pid is itself blocked reading its input,
+// as it is at its prompt: its standard input's terminal, or on pipes its standard
+// input's pipe, whichever descriptor it reads it through. It looks at the shell
+// alone, a handful of /proc reads however many processes run under it: a shell
+// reading its input is running no foreground job (it waits for those), and what
+// runs in the background is no matter here.
+func ShellReadsInput(pid int) bool {
+	var buf [statBufSize]byte
+	shell, ok := foregroundStatOf(pid, buf[:])
+	if !ok {
+		return false
+	}
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(pid)+"/fd/0", &st); err != nil {
+		return false
+	}
+	var in inputFile
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFCHR:
+		in = inputFile{rdev: uint64(st.Rdev)}
+	case unix.S_IFIFO:
+		in = inputFile{fifo: true, dev: uint64(st.Dev), ino: uint64(st.Ino)}
+	default:
+		return false
+	}
+	return inspectForInput(pid, shell, in) == processReadsInput
+}
+
 // inputWaitUnder walks the processes of sid's session, the shell's stat first, and
 // finds one that counts blocked reading in, with none that counts running.
 func inputWaitUnder(sid int, shell foregroundStat, in inputFile, counts func(foregroundStat) bool, buf []byte) InputWait {

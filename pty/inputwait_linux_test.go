@@ -2,6 +2,8 @@ package pty
 
 import (
 	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -196,5 +198,69 @@ func TestPipeInputUnderAPseudoterminal(t *testing.T) {
 	waitUntilBlocked(t, r, "sh")
 	if w := PipeInput(r.p.Pid()); w.Waiting {
 		t.Fatalf("a shell under a pseudoterminal has no input pipe, but PipeInput says %s waits", w.Name)
+	}
+}
+
+// waitForShellReading polls ShellReadsInput until it says the shell reads its input.
+func waitForShellReading(t *testing.T, r *running) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for !ShellReadsInput(r.p.Pid()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ShellReadsInput never said the shell reads its input; output %q", tail(r.out.String()))
+		}
+		time.Sleep(5 * time.Millisecond) // polling /proc: there is no event to wait on
+	}
+}
+
+// A shell at its prompt reads its input, under a pseudoterminal and on pipes; one
+// running a command, or waiting for a command that reads the input, does not.
+func TestShellReadsInputAtThePromptOnly(t *testing.T) {
+	for _, usePty := range []bool{true, false} {
+		name := "pipes"
+		if usePty {
+			name = "pty"
+		}
+		t.Run(name, func(t *testing.T) {
+			if usePty {
+				requirePty(t)
+			}
+			r := start(t, Spec{Shell: "/bin/sh", UsePty: usePty})
+			typed := func(line string) {
+				t.Helper()
+				if _, err := r.p.Write([]byte(line + "\n")); err != nil {
+					t.Fatalf("write %q: %v", line, err)
+				}
+			}
+			waitForShellReading(t, r)
+
+			// cat waits on a FIFO nobody writes yet: a command busy with something
+			// other than the shell's input, until the test writes to it.
+			fifo := filepath.Join(t.TempDir(), "fifo")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			typed("echo wait''ing; cat " + fifo)
+			r.out.waitFor(testContext(t), t, "waiting")
+			waitUntilBlocked(t, r, "cat")
+			if ShellReadsInput(r.p.Pid()) {
+				t.Fatal("ShellReadsInput says the shell reads its input while cat runs")
+			}
+			if err := os.WriteFile(fifo, []byte("fifo-done\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r.out.waitFor(testContext(t), t, "fifo-done")
+			waitForShellReading(t, r)
+
+			typed("echo read''ing; head -n 1; echo head-done")
+			r.out.waitFor(testContext(t), t, "reading")
+			waitUntilBlocked(t, r, "head")
+			if ShellReadsInput(r.p.Pid()) {
+				t.Fatal("ShellReadsInput says the shell reads its input while head does")
+			}
+			typed("for-head")
+			r.out.waitFor(testContext(t), t, "head-done")
+			waitForShellReading(t, r)
+		})
 	}
 }

@@ -19,3 +19,6 @@ func ForegroundInput(int) InputWait { return InputWait{} }
 
 // PipeInput cannot tell without /proc either.
 func PipeInput(int) InputWait { return InputWait{} }
+
+// ShellReadsInput cannot tell without /proc either.
+func ShellReadsInput(int) bool { return false }

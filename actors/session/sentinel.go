@@ -60,10 +60,11 @@ func (s *session) nextSentinelLook(ctx actor.Context, r *commandRun) {
 	r.lookTimer = time.AfterFunc(r.owed.Next(), func() { system.Root.Send(self, &sentinelLook{toolCallID: id}) })
 }
 
-// sentinelSoon brings the next look near again when the command prints.
+// sentinelSoon looks now when the command prints after the looks drew apart (see
+// the agent tools' own: a timer under a millisecond takes about one).
 func (s *session) sentinelSoon(ctx actor.Context, r *commandRun) {
 	if r.owed.Printed() && r.lookTimer != nil && r.lookTimer.Stop() {
-		s.nextSentinelLook(ctx, r)
+		s.sentinelLook(ctx, &sentinelLook{toolCallID: r.toolCallID})
 	}
 }
 

@@ -65,11 +65,13 @@ func (s *service) nextSentinelLook(ctx actor.Context, sh *shell, c *command) {
 	c.sentinelTimer = s.after(ctx, c.owed.Next(), &sentinelLook{shell: sh.id, seq: c.seq})
 }
 
-// sentinelSoon brings the next look near again when the command prints: a shell
-// back at its prompt prints it.
+// sentinelSoon looks now when the command prints after the looks drew apart: a
+// shell back at its prompt prints it. Now, not after the first gap: in an idle Go
+// process a timer under a millisecond takes about one (the poller sleeps in whole
+// milliseconds), and the output is itself the news.
 func (s *service) sentinelSoon(ctx actor.Context, sh *shell, c *command) {
 	if c.owed.Printed() && c.sentinelTimer != nil && c.sentinelTimer.Stop() {
-		s.nextSentinelLook(ctx, sh, c)
+		s.sentinelLook(ctx, &sentinelLook{shell: sh.id, seq: c.seq})
 	}
 }
 
