@@ -22,9 +22,9 @@ import (
 const SentinelsOwed = pty.InputSeen
 
 // OwedSentinel is a sentinel not typed yet: the command it ends was typed into a
-// shell without marks, under a pseudoterminal, and the line that echoes the sentinel
-// waits until the shell itself reads its terminal again. Its holder keeps the timer
-// and runs Look off its mailbox; nil is no sentinel owed.
+// shell without marks, under a pseudoterminal or on pipes, and the line that echoes
+// the sentinel waits until the shell itself reads its terminal (or its pipe) again.
+// Its holder keeps the timer and runs Look off its mailbox; nil is no sentinel owed.
 type OwedSentinel struct {
 	id, command string
 	pid         int
