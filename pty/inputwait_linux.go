@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// InputSeen says whether ForegroundInput and PipeInput can see a wait here: they
-// read /proc.
+// InputSeen says whether ForegroundInput, PipeInput and ShellReadsInput can see a
+// wait here: they read /proc.
 const InputSeen = true
 
 // ForegroundInput reports whether the job in the foreground of the terminal whose

@@ -9,8 +9,8 @@ type InputWait struct {
 	Name    string
 }
 
-// InputSeen says whether ForegroundInput and PipeInput can see a wait: not without
-// /proc.
+// InputSeen says whether ForegroundInput, PipeInput and ShellReadsInput can see a
+// wait: not without /proc.
 const InputSeen = false
 
 // ForegroundInput cannot tell without /proc: never waiting, so a caller waits as
