@@ -24,7 +24,13 @@ const SentinelsOwed = pty.InputSeen
 // OwedSentinel is a sentinel not typed yet: the command it ends was typed into a
 // shell without marks, under a pseudoterminal or on pipes, and the line that echoes
 // the sentinel waits until the shell itself reads its terminal (or its pipe) again.
-// Its holder keeps the timer and runs Look off its mailbox; nil is no sentinel owed.
+// nil is no sentinel owed.
+//
+// Once its holder (an actor) calls Start, it drives its own looks: a timer tells
+// the holder's mailbox a look is due (SentinelDue), the look runs off the mailbox
+// and tells what it found (SentinelLooked), and the holder hands each back (Due,
+// Looked) with what only it knows, the command's output, and types the line Looked
+// returns. Every method but Start's timer and look runs on the holder's mailbox.
 type OwedSentinel struct {
 	id, command string
 	pid         int
@@ -33,6 +39,80 @@ type OwedSentinel struct {
 	// onPipes: the shell reads a pipe, and written says the command's line has
 	// reached it.
 	onPipes, written bool
+
+	key   any       // the holder's name for the command, in every message
+	tell  func(any) // reaches the holder's mailbox
+	timer *time.Timer
+}
+
+// SentinelDue tells the holder that a look at the shell is due: it calls
+// Owed.Due, if Owed is still the sentinel its command Key owes.
+type SentinelDue struct {
+	Key  any
+	Owed *OwedSentinel
+}
+
+// SentinelLooked tells the holder what a look found: it calls Owed.Looked, if
+// Owed is still the sentinel its command Key owes.
+type SentinelLooked struct {
+	Key  any
+	Owed *OwedSentinel
+	back bool
+}
+
+// Start begins the looks of a sentinel just owed: key names the command in the
+// messages tell sends to the holder's mailbox.
+func (o *OwedSentinel) Start(key any, tell func(any)) {
+	o.key, o.tell = key, tell
+	o.arm()
+}
+
+// Stop ends the looks of a command that is over; a look already made is ignored
+// by its holder.
+func (o *OwedSentinel) Stop() {
+	if o != nil && o.timer != nil {
+		o.timer.Stop()
+		o.timer = nil
+	}
+}
+
+func (o *OwedSentinel) arm() {
+	key, tell := o.key, o.tell
+	o.timer = time.AfterFunc(o.looks.Next(), func() { tell(&SentinelDue{Key: key, Owed: o}) })
+}
+
+// Due is a SentinelDue handed back with out, what the terminal printed since the
+// command was typed: the look is made, off the mailbox, once it can tell anything
+// (MayLook), and otherwise waits the next gap.
+func (o *OwedSentinel) Due(out string) {
+	o.timer = nil
+	if !o.MayLook(out) {
+		o.arm()
+		return
+	}
+	key, tell, pid := o.key, o.tell, o.pid
+	go func() { tell(&SentinelLooked{Key: key, Owed: o, back: ShellReadsAgain(pid)}) }()
+}
+
+// Looked is a SentinelLooked handed back: the line to type, once the shell reads
+// again (nothing is owed after it), or false and the next look waits its gap.
+func (o *OwedSentinel) Looked(m *SentinelLooked) (line string, ok bool) {
+	if !m.back {
+		o.arm()
+		return "", false
+	}
+	return o.Line(), true
+}
+
+// Output says the command printed, out being all it printed since it was typed: a
+// shell back at its prompt prints it. A look waiting on its timer after the looks
+// drew apart is made now, not after the first gap: in an idle Go process a timer
+// under a millisecond takes about one (the poller sleeps in whole milliseconds),
+// and the output is itself the news.
+func (o *OwedSentinel) Output(out string) {
+	if o.Printed() && o.timer != nil && o.timer.Stop() {
+		o.Due(out)
+	}
 }
 
 // Owe is the sentinel id owed for command, just typed into the shell with pid.
@@ -50,22 +130,26 @@ func OweOnPipes(id, command string, pid int) *OwedSentinel {
 	return o
 }
 
-// Wrote says the command's line has been written to the shell's pipe; it reports,
-// as Printed does, whether a look already waiting should be brought near.
+// Wrote says the command's line has been written to the shell's pipe. A look
+// waiting on its timer after the looks drew apart waits the first gap again; it
+// reports, as Printed does, whether the looks had drawn apart.
 func (o *OwedSentinel) Wrote() bool {
 	if o == nil || o.written {
 		return false
 	}
 	o.written = true
-	return o.looks.Printed()
+	near := o.looks.Printed()
+	if near && o.timer != nil && o.timer.Stop() {
+		o.arm()
+	}
+	return near
 }
 
 // Next is the gap before the next look.
 func (o *OwedSentinel) Next() time.Duration { return o.looks.Next() }
 
-// Printed says the command printed; it reports whether the looks had drawn apart,
-// so that a look already waiting should be brought near (the holder stops its timer
-// and looks now).
+// Printed brings the looks near again; it reports whether they had drawn apart.
+// A holder that has started the looks calls Output instead.
 func (o *OwedSentinel) Printed() bool { return o != nil && o.looks.Printed() }
 
 // MayLook says whether a look can tell anything yet, given out, what the terminal

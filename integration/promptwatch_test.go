@@ -1,6 +1,10 @@
 package integration
 
 import (
+	"bufio"
+	"io"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -79,5 +83,95 @@ func TestOwedSentinelOnPipesWaitsForTheLineToBeWritten(t *testing.T) {
 	var none *OwedSentinel
 	if none.Wrote() {
 		t.Fatal("no sentinel owed, yet its looks were brought near")
+	}
+}
+
+// An owed sentinel drives its own looks once started: on pipes it asks for no
+// look before the line is written, never hands out its line while the command
+// reads the shell's pipe, and hands it out once the shell reads again; typed, the
+// line makes the shell print the command's exit code.
+func TestOwedSentinelStartedLooksUntilTheShellReadsAgain(t *testing.T) {
+	if !SentinelsOwed {
+		t.Skip("no /proc here: sentinels are not owed")
+	}
+	sh := exec.Command("/bin/bash")
+	in, err := sh.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := sh.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Close(); _ = sh.Wait() })
+	lines := bufio.NewReader(out)
+
+	told := make(chan any, 4)
+	o := OweOnPipes("k9", "head -n 1", sh.Process.Pid)
+	o.Start("the command", func(m any) { told <- m })
+	defer o.Stop()
+	// next hands each message back as the holder does, until Looked gives the line
+	// or looks have run out.
+	next := func(looks int) (string, bool) {
+		t.Helper()
+		for range looks {
+			select {
+			case m := <-told:
+				switch m := m.(type) {
+				case *SentinelDue:
+					if m.Key != "the command" || m.Owed != o {
+						t.Fatalf("a due look names %v, %p", m.Key, m.Owed)
+					}
+					o.Due("")
+				case *SentinelLooked:
+					if line, ok := o.Looked(m); ok {
+						return line, true
+					}
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the owed sentinel told nothing for 10 s")
+			}
+		}
+		return "", false
+	}
+	// Before the line is written, due looks are not made: a shell blocked reading
+	// an empty pipe may not have read anything yet.
+	unwritten := time.After(20 * time.Millisecond) // the first gaps pass
+	for waiting := true; waiting; {
+		select {
+		case m := <-told:
+			if _, looked := m.(*SentinelLooked); looked {
+				t.Fatal("a look was made on pipes before the command's line was written")
+			}
+			o.Due("")
+		case <-unwritten:
+			waiting = false
+		}
+	}
+	if _, err := io.WriteString(in, "head -n 1\n"); err != nil {
+		t.Fatal(err)
+	}
+	o.Wrote()
+	if line, ok := next(24); ok {
+		t.Fatalf("the sentinel's line %q was handed out while head reads the pipe", line)
+	}
+	if _, err := io.WriteString(in, "for-head\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, ok := next(1000)
+	if !ok {
+		t.Fatal("the shell back at reading its pipe was never seen")
+	}
+	if _, err := io.WriteString(in, strings.ReplaceAll(line, "\r", "\n")); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"for-head", "<<<COPILOT_SENTINEL_k9_EXIT_0>>>"} {
+		got, err := lines.ReadString('\n')
+		if err != nil || strings.TrimSpace(got) != want {
+			t.Fatalf("the shell printed %q (%v), want %q", got, err, want)
+		}
 	}
 }

@@ -50,9 +50,8 @@ type commandRun struct {
 	// has used the shell since: it may be retired (retire.go).
 	atPrompt bool
 	// owed is the sentinel not typed yet, until the shell reads its terminal
-	// again (sentinel.go); lookTimer is the next look for that.
-	owed      *integration.OwedSentinel
-	lookTimer *time.Timer
+	// again (sentinel.go).
+	owed *integration.OwedSentinel
 }
 
 // turnSteps are when a command's turn passed each step, for the debug log that says
@@ -309,7 +308,7 @@ func (s *session) terminalEvent(ctx actor.Context, m *terminal.Event) {
 		}
 		before := r.output.Len()
 		r.output.WriteString(*a.Data)
-		s.sentinelSoon(ctx, r)
+		r.owed.Output(r.output.String())
 		if !r.marks {
 			if code, ok := integration.SentinelCodeSince(r.output.String(), before, r.sentinel); ok {
 				s.finish(ctx, r, commandcall.Exited(code))
@@ -355,9 +354,7 @@ func (s *session) finish(ctx actor.Context, r *commandRun, end commandcall.Endin
 	if r.timer != nil {
 		r.timer.Stop()
 	}
-	if r.lookTimer != nil {
-		r.lookTimer.Stop()
-	}
+	r.owed.Stop()
 	close(r.stopAlt)
 	c := r.chat
 	result := end.Result(commandcall.Block(r.terminal, r.isPty), r.typed, r.outputRead())

@@ -1,8 +1,6 @@
 package session
 
 import (
-	"time"
-
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/termhost/termhost/actors/terminal"
@@ -18,16 +16,6 @@ import (
 // two minutes. On pipes the terminal is the pipe the shell reads, and the looks
 // start once the command's line has been written to it (terminal.Written).
 
-type (
-	// sentinelLook is time to look whether a command's shell is back at its prompt.
-	sentinelLook struct{ toolCallID string }
-	// sentinelLooked is what the look found.
-	sentinelLooked struct {
-		toolCallID string
-		back       bool
-	}
-)
-
 // oweSentinel starts the looks for the shell's prompt after r was typed without its
 // sentinel into the shell with pid.
 func (s *session) oweSentinel(ctx actor.Context, r *commandRun, pid int) {
@@ -36,63 +24,48 @@ func (s *session) oweSentinel(ctx actor.Context, r *commandRun, pid int) {
 	} else {
 		r.owed = integration.OweOnPipes(r.sentinel, r.command, pid)
 	}
-	s.nextSentinelLook(ctx, r)
+	self, system := ctx.Self(), ctx.ActorSystem()
+	r.owed.Start(r.toolCallID, func(m any) { system.Root.Send(self, m) })
+}
+
+// owing is the command whose sentinel a look's message is about, while it is still
+// owed: a run not ended, owing that very sentinel.
+func (s *session) owing(key any, owed *integration.OwedSentinel) *commandRun {
+	id, _ := key.(string)
+	if r := s.findRun(id); r != nil && r.owed != nil && r.owed == owed {
+		return r
+	}
+	return nil
 }
 
 // written is told that a command's line has reached its shell's pipe: the looks
 // for the shell's prompt may start.
-func (s *session) written(ctx actor.Context, m *terminal.Written) {
+func (s *session) written(m *terminal.Written) {
 	chatURI, key, ok := toolterm.Parse(m.URI)
 	if !ok || s.chats[chatURI] == nil {
 		return
 	}
-	r := s.chats[chatURI].runs[key]
-	if r == nil || r.done || r.owed == nil {
-		return
-	}
-	if r.owed.Wrote() && r.lookTimer != nil && r.lookTimer.Stop() {
-		s.nextSentinelLook(ctx, r)
+	if r := s.chats[chatURI].runs[key]; r != nil && !r.done {
+		r.owed.Wrote()
 	}
 }
 
-func (s *session) nextSentinelLook(ctx actor.Context, r *commandRun) {
-	self, system, id := ctx.Self(), ctx.ActorSystem(), r.toolCallID
-	r.lookTimer = time.AfterFunc(r.owed.Next(), func() { system.Root.Send(self, &sentinelLook{toolCallID: id}) })
-}
-
-// sentinelSoon looks now when the command prints after the looks drew apart (see
-// the agent tools' own: a timer under a millisecond takes about one).
-func (s *session) sentinelSoon(ctx actor.Context, r *commandRun) {
-	if r.owed.Printed() && r.lookTimer != nil && r.lookTimer.Stop() {
-		s.sentinelLook(ctx, &sentinelLook{toolCallID: r.toolCallID})
+// sentinelDue hands a due look back to its sentinel with what the command printed.
+func (s *session) sentinelDue(m *integration.SentinelDue) {
+	if r := s.owing(m.Key, m.Owed); r != nil {
+		r.owed.Due(r.output.String())
 	}
 }
 
-func (s *session) sentinelLook(ctx actor.Context, m *sentinelLook) {
-	r := s.findRun(m.toolCallID)
-	if r == nil || r.owed == nil {
+// sentinelLooked types the sentinel once the shell itself reads its terminal; its
+// OwedSentinel otherwise looks again later.
+func (s *session) sentinelLooked(ctx actor.Context, m *integration.SentinelLooked) {
+	r := s.owing(m.Key, m.Owed)
+	if r == nil {
 		return
 	}
-	if !r.owed.MayLook(r.output.String()) {
-		s.nextSentinelLook(ctx, r)
-		return
+	if line, ok := r.owed.Looked(m); ok {
+		r.owed = nil
+		ctx.Send(s.root, &terminal.Write{URI: r.terminal, Data: line})
 	}
-	self, system, owed := ctx.Self(), ctx.ActorSystem(), r.owed
-	go func() {
-		system.Root.Send(self, &sentinelLooked{toolCallID: m.toolCallID, back: owed.Look()})
-	}()
-}
-
-func (s *session) sentinelLooked(ctx actor.Context, m *sentinelLooked) {
-	r := s.findRun(m.toolCallID)
-	if r == nil || r.owed == nil {
-		return
-	}
-	if !m.back {
-		s.nextSentinelLook(ctx, r)
-		return
-	}
-	line := r.owed.Line()
-	r.owed = nil
-	ctx.Send(s.root, &terminal.Write{URI: r.terminal, Data: line})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/termhost/termhost/actors/session/turnwindow"
 	"github.com/termhost/termhost/actors/terminal"
 	"github.com/termhost/termhost/auth"
+	"github.com/termhost/termhost/integration"
 	"github.com/termhost/termhost/messages"
 	"github.com/termhost/termhost/messages/toolterm"
 	"github.com/termhost/termhost/persistence"
@@ -237,12 +238,12 @@ func (s *session) Receive(ctx actor.Context) {
 		s.endRun(ctx, m.toolCallID, commandcall.Ending{How: commandcall.TimedOut})
 	case *runAltScreen:
 		s.endRun(ctx, m.toolCallID, commandcall.Ending{How: commandcall.Interactive, Success: true})
-	case *sentinelLook:
-		s.sentinelLook(ctx, m)
-	case *sentinelLooked:
+	case *integration.SentinelDue:
+		s.sentinelDue(m)
+	case *integration.SentinelLooked:
 		s.sentinelLooked(ctx, m)
 	case *terminal.Written:
-		s.written(ctx, m)
+		s.written(m)
 	case *turnKept:
 		s.turnKept(ctx, m)
 	case *channel.Shutdown:

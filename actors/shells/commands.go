@@ -152,9 +152,7 @@ func (s *service) ended(ctx actor.Context, sh *shell, exit *int, how string) {
 	if c.lookTimer != nil {
 		c.lookTimer.Stop()
 	}
-	if c.sentinelTimer != nil {
-		c.sentinelTimer.Stop()
-	}
+	c.owed.Stop()
 	sh.cmd, sh.last, sh.lastUsed = nil, c, time.Now()
 	if c.waiter != nil {
 		ctx.Send(c.waiter, s.answer(sh, c))

@@ -18,20 +18,6 @@ import (
 // where /proc cannot be read (integration.SentinelsOwed), the sentinel is typed
 // after the command as before.
 
-type (
-	// sentinelLook is time to look whether the shell is back at its prompt.
-	sentinelLook struct {
-		shell string
-		seq   int
-	}
-	// sentinelLooked is what the look found.
-	sentinelLooked struct {
-		shell string
-		seq   int
-		back  bool
-	}
-)
-
 // owesSentinel says whether a command typed into sh now has its sentinel typed
 // later, once the shell reads again, rather than straight after it.
 func (s *service) owesSentinel(sh *shell) bool {
@@ -46,74 +32,45 @@ func (s *service) oweSentinel(ctx actor.Context, sh *shell, c *command) {
 	} else {
 		c.owed = integration.OweOnPipes(c.sentinel, c.line, sh.pid)
 	}
-	s.nextSentinelLook(ctx, sh, c)
+	self, system := s.self, ctx.ActorSystem()
+	c.owed.Start(sh.id, func(m any) { system.Root.Send(self, m) })
 }
 
-// written is told that a command's line has reached its shell's pipe: the looks
-// for the shell's prompt may start.
-func (s *service) written(ctx actor.Context, m *terminal.Written) {
-	sh := s.byURI[m.URI]
-	if sh == nil || sh.cmd == nil || sh.cmd.done || sh.cmd.owed == nil {
-		return
-	}
-	if c := sh.cmd; c.owed.Wrote() && c.sentinelTimer != nil && c.sentinelTimer.Stop() {
-		s.nextSentinelLook(ctx, sh, c)
-	}
-}
-
-func (s *service) nextSentinelLook(ctx actor.Context, sh *shell, c *command) {
-	c.sentinelTimer = s.after(ctx, c.owed.Next(), &sentinelLook{shell: sh.id, seq: c.seq})
-}
-
-// sentinelSoon looks now when the command prints after the looks drew apart: a
-// shell back at its prompt prints it. Now, not after the first gap: in an idle Go
-// process a timer under a millisecond takes about one (the poller sleeps in whole
-// milliseconds), and the output is itself the news.
-func (s *service) sentinelSoon(ctx actor.Context, sh *shell, c *command) {
-	if c.owed.Printed() && c.sentinelTimer != nil && c.sentinelTimer.Stop() {
-		s.sentinelLook(ctx, &sentinelLook{shell: sh.id, seq: c.seq})
-	}
-}
-
-// owing is the command of a sentinel look or its answer, while its sentinel is owed.
-func (s *service) owing(id string, seq int) (*shell, *command) {
+// owing is the command whose sentinel a look's message is about, while it is still
+// owed: the shell's current command, not ended, owing that very sentinel.
+func (s *service) owing(key any, owed *integration.OwedSentinel) (*shell, *command) {
+	id, _ := key.(string)
 	sh := s.shells[id]
-	if sh == nil || sh.cmd == nil || sh.cmd.seq != seq || sh.cmd.done || sh.cmd.owed == nil {
+	if sh == nil || sh.cmd == nil || sh.cmd.done || sh.cmd.owed == nil || sh.cmd.owed != owed {
 		return nil, nil
 	}
 	return sh, sh.cmd
 }
 
-// sentinelLook looks, off the mailbox, whether the shell reads its terminal again.
-func (s *service) sentinelLook(ctx actor.Context, m *sentinelLook) {
-	sh, c := s.owing(m.shell, m.seq)
-	if c == nil {
-		return
+// written is told that a command's line has reached its shell's pipe: the looks
+// for the shell's prompt may start.
+func (s *service) written(m *terminal.Written) {
+	if sh := s.byURI[m.URI]; sh != nil && sh.cmd != nil && !sh.cmd.done {
+		sh.cmd.owed.Wrote()
 	}
-	if !c.owed.MayLook(c.raw.String()) {
-		s.nextSentinelLook(ctx, sh, c)
-		return
-	}
-	self, system, owed := s.self, ctx.ActorSystem(), c.owed
-	looked := &sentinelLooked{shell: sh.id, seq: c.seq}
-	go func() {
-		looked.back = owed.Look()
-		system.Root.Send(self, looked)
-	}()
 }
 
-// sentinelLooked types the sentinel once the shell itself reads its terminal, and
-// otherwise looks again later.
-func (s *service) sentinelLooked(ctx actor.Context, m *sentinelLooked) {
-	sh, c := s.owing(m.shell, m.seq)
+// sentinelDue hands a due look back to its sentinel with what the command printed.
+func (s *service) sentinelDue(m *integration.SentinelDue) {
+	if _, c := s.owing(m.Key, m.Owed); c != nil {
+		c.owed.Due(c.raw.String())
+	}
+}
+
+// sentinelLooked types the sentinel once the shell itself reads its terminal; its
+// OwedSentinel otherwise looks again later.
+func (s *service) sentinelLooked(ctx actor.Context, m *integration.SentinelLooked) {
+	sh, c := s.owing(m.Key, m.Owed)
 	if c == nil {
 		return
 	}
-	if !m.back {
-		s.nextSentinelLook(ctx, sh, c)
-		return
+	if line, ok := c.owed.Looked(m); ok {
+		c.owed = nil
+		ctx.Send(s.spec.Root, &terminal.Write{URI: sh.uri, Data: line})
 	}
-	line := c.owed.Line()
-	c.owed = nil
-	ctx.Send(s.spec.Root, &terminal.Write{URI: sh.uri, Data: line})
 }

@@ -208,9 +208,8 @@ type command struct {
 	lookTimer                  *time.Timer
 	toldWaiting                int
 	// owed is the sentinel not typed yet, until the shell reads its terminal
-	// again (sentinel.go); sentinelTimer is the next look for that.
-	owed          *integration.OwedSentinel
-	sentinelTimer *time.Timer
+	// again (sentinel.go).
+	owed *integration.OwedSentinel
 	// background: the command outlives its call (async, run_in_background, or past
 	// its wait); its end wakes the session. work is its background row's id.
 	background bool
@@ -321,12 +320,12 @@ func (s *service) Receive(ctx actor.Context) {
 		s.inputLook(ctx, m)
 	case *inputLooked:
 		s.inputLooked(ctx, m)
-	case *sentinelLook:
-		s.sentinelLook(ctx, m)
-	case *sentinelLooked:
+	case *integration.SentinelDue:
+		s.sentinelDue(m)
+	case *integration.SentinelLooked:
 		s.sentinelLooked(ctx, m)
 	case *terminal.Written:
-		s.written(ctx, m)
+		s.written(m)
 	case *detectOver:
 		if sh := s.shells[m.shell]; sh != nil {
 			s.ready(ctx, sh)
@@ -698,7 +697,7 @@ func (s *service) output(ctx actor.Context, sh *shell, data string) {
 		c.raw.WriteString(data)
 		c.outBytes += len(data)
 		s.lookSoon(ctx, sh, c)
-		s.sentinelSoon(ctx, sh, c)
+		c.owed.Output(c.raw.String())
 		if c.sentinel != "" {
 			if code, ok := integration.SentinelCodeSince(c.raw.String(), before, c.sentinel); ok {
 				s.ended(ctx, sh, &code, "")
