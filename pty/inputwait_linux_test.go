@@ -15,13 +15,20 @@ const python3 = "/usr/bin/python3"
 // waitForInputWait polls ForegroundInput until it says the foreground job waits.
 func waitForInputWait(t *testing.T, r *running) InputWait {
 	t.Helper()
+	return pollWait(t, r, "ForegroundInput never said the job waits for input", ForegroundInput)
+}
+
+// pollWait polls look on the terminal's shell until it finds a wait, or fails the
+// test with never.
+func pollWait(t *testing.T, r *running, never string, look func(sid int) InputWait) InputWait {
+	t.Helper()
 	deadline := time.Now().Add(testTimeout)
 	for {
-		if w := ForegroundInput(r.p.Pid()); w.Waiting {
+		if w := look(r.p.Pid()); w.Waiting {
 			return w
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("ForegroundInput never said the job waits for input; output %q", tail(r.out.String()))
+			t.Fatalf("%s; output %q", never, tail(r.out.String()))
 		}
 		time.Sleep(5 * time.Millisecond) // polling /proc: there is no event to wait on
 	}
@@ -142,16 +149,7 @@ func requirePython(t *testing.T) {
 // waitForPipeInput polls PipeInput until it finds somebody reading the shell's pipe.
 func waitForPipeInput(t *testing.T, r *running) InputWait {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for {
-		if w := PipeInput(r.p.Pid()); w.Waiting {
-			return w
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("PipeInput never found a reader of the shell's pipe; output %q", tail(r.out.String()))
-		}
-		time.Sleep(5 * time.Millisecond) // polling /proc: there is no event to wait on
-	}
+	return pollWait(t, r, "PipeInput never found a reader of the shell's pipe", PipeInput)
 }
 
 // A shell on pipes reads its commands from its input pipe: PipeInput finds the
@@ -204,13 +202,9 @@ func TestPipeInputUnderAPseudoterminal(t *testing.T) {
 // waitForShellReading polls ShellReadsInput until it says the shell reads its input.
 func waitForShellReading(t *testing.T, r *running) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for !ShellReadsInput(r.p.Pid()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("ShellReadsInput never said the shell reads its input; output %q", tail(r.out.String()))
-		}
-		time.Sleep(5 * time.Millisecond) // polling /proc: there is no event to wait on
-	}
+	pollWait(t, r, "ShellReadsInput never said the shell reads its input", func(sid int) InputWait {
+		return InputWait{Waiting: ShellReadsInput(sid)}
+	})
 }
 
 // A shell at its prompt reads its input, under a pseudoterminal and on pipes; one
