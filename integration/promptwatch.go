@@ -91,7 +91,11 @@ func (o *OwedSentinel) Due(out string) {
 		return
 	}
 	key, tell, pid := o.key, o.tell, o.pid
-	go func() { tell(&SentinelLooked{Key: key, Owed: o, back: ShellReadsAgain(pid)}) }()
+	// The shell itself, back at its prompt (or in a read builtin) with no job of
+	// its own in the foreground, reads its terminal or its pipe again. Only the
+	// shell is looked at, so a look costs the same beside a build of hundreds of
+	// processes as beside one.
+	go func() { tell(&SentinelLooked{Key: key, Owed: o, back: pty.ShellReadsInput(pid)}) }()
 }
 
 // Looked is a SentinelLooked handed back: the line to type, once the shell reads
@@ -163,10 +167,6 @@ func (o *OwedSentinel) MayLook(out string) bool {
 	return Echoed(out, o.command) || time.Since(o.typed) >= EchoWait
 }
 
-// Look reports whether the shell reads its terminal (or its pipe) again
-// (ShellReadsAgain). It reads /proc: run it off the mailbox.
-func (o *OwedSentinel) Look() bool { return ShellReadsAgain(o.pid) }
-
 // Line is what to type once Look says so: the sentinel's echo, with a leading space
 // that keeps it out of a POSIX shell's history, and the return that enters it.
 func (o *OwedSentinel) Line() string { return " " + SentinelEcho(o.id) + "\r" }
@@ -191,14 +191,6 @@ func Echoed(out, line string) bool {
 // EchoWait bounds how long a caller waits for Echoed before it looks anyway: a
 // shell that turned the terminal's echo off never echoes.
 const EchoWait = time.Second
-
-// ShellReadsAgain reports whether the shell with pid, which leads its terminal's
-// session, is itself waiting to read its terminal with no job of its own in the
-// foreground: back at its prompt, or in a read builtin.
-// On pipes, its terminal is the pipe it reads its commands from. Only the shell is
-// looked at (pty.ShellReadsInput), so a look costs the same beside a build of
-// hundreds of processes as beside one.
-func ShellReadsAgain(pid int) bool { return pty.ShellReadsInput(pid) }
 
 // PromptLooks paces the looks for a shell's prompt after a command: close together
 // at first (most commands end within a millisecond or two, and a look costs about a
