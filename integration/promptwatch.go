@@ -167,7 +167,7 @@ func (o *OwedSentinel) MayLook(out string) bool {
 	return Echoed(out, o.command) || time.Since(o.typed) >= EchoWait
 }
 
-// Line is what to type once Look says so: the sentinel's echo, with a leading space
+// Line is what to type once the shell reads again: the sentinel's echo, with a leading space
 // that keeps it out of a POSIX shell's history, and the return that enters it.
 func (o *OwedSentinel) Line() string { return " " + SentinelEcho(o.id) + "\r" }
 
