@@ -167,8 +167,9 @@ func (o *OwedSentinel) MayLook(out string) bool {
 	return Echoed(out, o.command) || time.Since(o.typed) >= EchoWait
 }
 
-// Line is what to type once the shell reads again: the sentinel's echo, with a leading space
-// that keeps it out of a POSIX shell's history, and the return that enters it.
+// Line is what to type once the shell reads again: the sentinel's echo, with a
+// leading space that keeps it out of a POSIX shell's history, and the return that
+// enters it.
 func (o *OwedSentinel) Line() string { return " " + SentinelEcho(o.id) + "\r" }
 
 // Echoed reports whether out, what a terminal printed since a line was typed into
