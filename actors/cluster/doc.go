@@ -13,8 +13,8 @@
 //     node as it was delivered here. A dispatch (a keystroke) goes to the gateway
 //     process (GatewayName) instead, which hands it to the terminal on the goroutine
 //     that read it off the wire;
-//   - as the caller, it stands one proxy actor in for each remote terminal somebody
-//     here uses. The root routes a remote terminal's URI to it, so a connection
+//   - as the caller, it stands one proxy actor (package proxy) in for each remote
+//     terminal somebody here uses. The root routes a remote terminal's URI to it, so a connection
 //     speaks to a proxy exactly as to a local terminal: the proxy holds one
 //     subscription on the owner, folds what comes with the terminals' own reducer, and
 //     answers each local subscribe with a snapshot, then every later action stamped

@@ -12,6 +12,7 @@ import (
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/cluster/proxy"
 	"github.com/termhost/termhost/actors/cluster/reservations"
 	"github.com/termhost/termhost/actors/cluster/wire"
 	"github.com/termhost/termhost/actors/delivery"
@@ -99,10 +100,6 @@ type (
 		err error
 	}
 )
-
-// nodeLost tells a proxy that its terminal's node is gone; Session is the session a
-// session's or chat's proxy tells its subscribers of (sessionOf).
-type nodeLost struct{ Session string }
 
 func newNode(m *Member, journal *delivery.Journal, rootPID *actor.PID) *node {
 	return &node{m: m, journal: journal, root: rootPID, members: map[string]bool{}, peers: map[string]*peer{}, warned: map[string]bool{},
@@ -396,13 +393,13 @@ func (n *node) lost(ctx actor.Context, p *peer, why string) {
 		delete(n.owner, uri)
 		if pid := n.proxies[uri]; pid != nil {
 			delete(n.proxies, uri)
-			ctx.Send(pid, &nodeLost{})
+			ctx.Send(pid, &proxy.NodeLost{})
 		}
 	}
 	for uri, pid := range n.proxies {
 		if holder, kind := n.channelOwner(uri); holder == p {
 			delete(n.proxies, uri)
-			ctx.Send(pid, &nodeLost{Session: sessionOf(p, uri, kind)})
+			ctx.Send(pid, &proxy.NodeLost{Session: sessionOf(p, uri, kind)})
 		}
 	}
 	delete(n.peers, p.addr)
@@ -422,14 +419,14 @@ func (n *node) lost(ctx actor.Context, p *peer, why string) {
 func (n *node) toProxy(ctx actor.Context, uri string) bool {
 	pid := n.proxies[uri]
 	if pid == nil {
-		p, kind := n.peers[n.owner[uri]], terminalChannel
+		p, kind := n.peers[n.owner[uri]], proxy.Terminal
 		if p == nil {
 			p, kind = n.channelOwner(uri)
 		}
 		if p == nil {
 			return false
 		}
-		pid = ctx.Spawn(newProxyProps(uri, kind, p.pid, n.journal, n.m.opts.ScrollbackLimit))
+		pid = ctx.Spawn(proxy.Props(uri, kind, p.pid, actor.NewPID(p.pid.Address, GatewayName), n.journal, n.m.opts.ScrollbackLimit))
 		ctx.Watch(pid)
 		n.proxies[uri] = pid
 	}

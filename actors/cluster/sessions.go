@@ -1,14 +1,13 @@
 package cluster
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/termhost/termhost/actors/channel"
+	"github.com/termhost/termhost/actors/cluster/proxy"
 	"github.com/termhost/termhost/actors/cluster/wire"
 	"github.com/termhost/termhost/actors/root"
 	"github.com/termhost/termhost/actors/session"
@@ -196,79 +195,22 @@ func (n *node) localSessions(sessions []map[string]any) {
 	}
 }
 
-// Kinds of channel a proxy stands in for.
-type channelKind int
-
-const (
-	terminalChannel channelKind = iota
-	sessionChannel
-	chatChannel
-)
-
 // channelOwner is the peer holding uri and what uri is there: one of its sessions, one
 // of its chats, or a command terminal of one of its chats (retained after its command
 // or live). Nil when no peer holds it.
-func (n *node) channelOwner(uri string) (*peer, channelKind) {
+func (n *node) channelOwner(uri string) (*peer, proxy.Kind) {
 	chat, _, isCommand := toolterm.Parse(uri)
 	for _, p := range n.peers {
 		switch {
 		case isCommand && slices.Contains(p.chats, chat):
-			return p, terminalChannel
+			return p, proxy.Terminal
 		case slices.Contains(p.chats, uri):
-			return p, chatChannel
+			return p, proxy.Chat
 		case slices.ContainsFunc(p.sessions, func(s map[string]any) bool { return s["resource"] == uri }):
-			return p, sessionChannel
+			return p, proxy.Session
 		}
 	}
-	return nil, terminalChannel
-}
-
-// doc is the state of a session's or a chat's channel as a proxy folds it: the
-// owner's snapshot, then each action through the session's or chat's own reducer.
-type doc struct {
-	kind    channelKind
-	session messages.SessionState
-	chat    messages.ChatState
-}
-
-// load takes the owner's snapshot of the state.
-func (d *doc) load(raw json.RawMessage) error {
-	if d.kind == sessionChannel {
-		d.session = messages.SessionState{}
-		return json.Unmarshal(raw, &d.session)
-	}
-	d.chat = messages.ChatState{}
-	return json.Unmarshal(raw, &d.chat)
-}
-
-// state is a copy of the state, for a snapshot.
-func (d *doc) state() any {
-	if d.kind == sessionChannel {
-		return d.session.Clone()
-	}
-	return d.chat.Clone()
-}
-
-// fold folds one frame from the owner and returns its action and origin, to be
-// stamped here; false for a frame that is no action.
-func (d *doc) fold(f []byte) (json.RawMessage, *messages.Origin, bool) {
-	env, ok := readEnvelope(f)
-	if !ok {
-		if at, ok := wire.Dated(f); ok && d.kind == chatChannel && d.chat != nil {
-			d.chat.SetModifiedAt(at)
-		}
-		return nil, nil, false
-	}
-	var a map[string]any
-	if json.Unmarshal(env.Action, &a) != nil {
-		return nil, nil, false
-	}
-	if d.kind == sessionChannel {
-		messages.ReduceSession(d.session, a)
-	} else {
-		messages.ReduceChat(d.chat, a)
-	}
-	return env.Action, env.Origin, true
+	return nil, proxy.Terminal
 }
 
 // DeliverDated is, on the owner, Deliver for a chat's change with its date
@@ -283,11 +225,11 @@ func (s *remoteSub) DeliverDated(ch string, f []byte, modifiedAt string) {
 // for telling the channel's subscribers here it is gone: the session itself, or for
 // a chat the session it was minted under (this host names a session's chats after
 // it); "" when that cannot be told (a chat a client named itself).
-func sessionOf(p *peer, uri string, kind channelKind) string {
+func sessionOf(p *peer, uri string, kind proxy.Kind) string {
 	switch kind {
-	case sessionChannel:
+	case proxy.Session:
 		return uri
-	case chatChannel:
+	case proxy.Chat:
 		best := ""
 		for _, s := range p.sessions {
 			if su, _ := s["resource"].(string); strings.HasPrefix(uri, su+"/") && len(su) > len(best) {
@@ -297,49 +239,6 @@ func sessionOf(p *peer, uri string, kind channelKind) string {
 		return best
 	}
 	return ""
-}
-
-// sessionGoneFrame tells a subscriber of a session's or chat's channel whose node was
-// lost that the session is gone from this host's view: root/sessionRemoved, as every
-// root subscriber hears, scoped to the channel it subscribed (params.channel, which
-// is how a client routes a notification to that subscription), with _meta.reason
-// "node lost" as a lost terminal's terminal/exited has. When the node comes back the
-// session is listed again (root/sessionAdded) and may be subscribed anew.
-func sessionGoneFrame(channel, session string) []byte {
-	f, _ := messages.NotificationFrame("root/sessionRemoved", map[string]any{
-		"channel": channel, "session": session, "_meta": map[string]any{"reason": "node lost"}})
-	return f
-}
-
-func (d *doc) reset() { d.session, d.chat = nil, nil }
-
-// A chat's view across nodes. A chat holds its newest turns and pages older ones in
-// when a subscriber's view asks for them (session.ShowTurns). A proxy of a chat holds
-// what its owner's chat holds for the proxy's one subscription, which its first
-// subscriber's view asked for (wire.Subscribe.Turns). A later subscriber here whose
-// view wants more waits while the proxy asks the owner to bring it in
-// (wire.ShowTurns): the chat/turnsLoaded that brings the turns reaches the proxy
-// through its subscription, folded and handed to the subscribers it has, and the
-// answer (wire.TurnsShown) comes behind it on the same way, so the waiting subscriber's
-// snapshot holds the turns and it hears of nothing twice.
-
-// showLapsed is the deadline of a proxy's wire.ShowTurns.
-type showLapsed struct{ gen, round uint64 }
-
-// holds says whether the state has what a view of turns asks for (nil: every turn):
-// a chat with nothing older to page in holds every view; a session's state has no
-// turns.
-func (d *doc) holds(turns *int) bool {
-	if d == nil || d.kind != chatChannel || d.chat.TurnsCursor() == "" {
-		return true
-	}
-	return turns != nil && d.chat.TurnCount() >= *turns
-}
-
-// covers says whether a view of asked (nil: every turn) asks at least what one of
-// turns does.
-func covers(asked, turns *int) bool {
-	return asked == nil || (turns != nil && *turns <= *asked)
 }
 
 // gatewayShowTurns brings in, on the owner, what a proxy's subscriber's view asks
@@ -362,59 +261,4 @@ func (n *node) gatewayShowTurns(ctx actor.Context, m *wire.ShowTurns) {
 		}
 		s.afterEchoes(shown)
 	}()
-}
-
-// view answers a subscribe here whose view the proxy's chat does not hold yet, once
-// the owner brought in what it asks for.
-func (p *proxy) view(w waiter) {
-	p.viewing = append(p.viewing, w)
-	if p.showing {
-		return // checked again when the owner answers
-	}
-	var most *int
-	for i, v := range p.viewing {
-		if v.turns == nil {
-			most = nil
-			break
-		}
-		if i == 0 || *v.turns > *most {
-			most = v.turns
-		}
-	}
-	p.round++
-	p.showing, p.asked = true, most
-	p.system.Root.Send(p.owner, &wire.ShowTurns{URI: p.uri, Proxy: p.inbox, Gen: p.gen, Round: p.round, Turns: most})
-	self, system, gen, round := p.self, p.system, p.gen, p.round
-	time.AfterFunc(subscribeDeadline, func() { system.Root.Send(self, &showLapsed{gen: gen, round: round}) })
-}
-
-// shown takes the owner's answer (or its lapse): the subscribes whose views it
-// covered are answered with what the proxy holds now, as a subscribe on the owner is
-// when older turns cannot be read; the rest ask again.
-func (p *proxy) shown(gen, round uint64) {
-	if !p.showing || gen != p.gen || round != p.round || p.phase != live {
-		return
-	}
-	p.showing = false
-	viewing := p.viewing
-	p.viewing = nil
-	p.answer(viewing)
-}
-
-// answer answers the subscribes the proxy's copy serves now: those whose view it
-// holds, or whose view the owner was last asked for (asked), which is what the owner
-// holds when it could not read more. The rest wait while the owner is asked (view).
-func (p *proxy) answer(waiting []waiter) {
-	var more []waiter
-	for _, w := range waiting {
-		if !covers(p.asked, w.turns) && !p.doc.holds(w.turns) {
-			more = append(more, w)
-			continue
-		}
-		p.subs[w.sub] = true
-		p.system.Root.Send(w.sender, p.snapshot())
-	}
-	for _, w := range more {
-		p.view(w)
-	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package proxy
 
 import (
 	"bytes"
@@ -108,16 +108,20 @@ type waiter struct {
 	turns  *int // a chat subscriber's view
 }
 
-func newProxyProps(uri string, kind channelKind, owner *actor.PID, journal *delivery.Journal, limit int) *actor.Props {
+// Props makes the proxy of uri, a channel of kind that owner (the owning node's
+// node actor) holds; gateway is the owner's gateway process, where keystrokes go.
+// Frames are stamped by journal; limit caps a terminal's scrollback as the owner's
+// (0: the host's default).
+func Props(uri string, kind Kind, owner, gateway *actor.PID, journal *delivery.Journal, limit int) *actor.Props {
 	if limit <= 0 {
 		limit = 200_000
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		var d *doc
-		if kind != terminalChannel {
+		if kind != Terminal {
 			d = &doc{kind: kind}
 		}
-		return &proxy{uri: uri, owner: owner, doc: d, gw: actor.NewPID(owner.Address, GatewayName), journal: journal, sb: messages.Scrollback{Limit: limit},
+		return &proxy{uri: uri, owner: owner, doc: d, gw: gateway, journal: journal, sb: messages.Scrollback{Limit: limit},
 			dataPrefix: messages.DataFramePrefix(uri), inputPrefix: messages.InputFramePrefix(uri), subs: map[delivery.Subscriber]bool{}, keys: map[delivery.Subscriber]uint64{}, byKey: map[uint64]delivery.Subscriber{}}
 	})
 }
@@ -159,7 +163,7 @@ func (p *proxy) Receive(ctx actor.Context) {
 		if p.phase == live && len(p.subs) == 0 && len(p.viewing) == 0 {
 			p.release()
 		}
-	case *nodeLost:
+	case *NodeLost:
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.nodeLost(ctx, m)
@@ -464,7 +468,7 @@ func (p *proxy) rejected(m *wire.Rejected) {
 
 // nodeLost ends the terminal for its subscribers here: terminal/exited with no code
 // and _meta.reason "node lost" (issue 17), then the proxy stops.
-func (p *proxy) nodeLost(ctx actor.Context, m *nodeLost) {
+func (p *proxy) nodeLost(ctx actor.Context, m *NodeLost) {
 	p.hold(false, true)
 	for _, w := range append(p.waiting, p.viewing...) {
 		ctx.Send(w.sender, &channel.SubscribeResult{Err: messages.Errorf(messages.CodeNotFound, "No channel %s: its node was lost", p.uri)})
@@ -514,4 +518,163 @@ func readEnvelope(f []byte) (*messages.Envelope, bool) {
 		return nil, false
 	}
 	return &env, true
+}
+
+// Kind is the kind of channel a proxy stands in for.
+type Kind int
+
+const (
+	Terminal Kind = iota // a terminal, folded with the terminals' own reducer
+	Session              // a session's channel, folded with its reducer
+	Chat                 // a chat's channel, folded with its reducer
+)
+
+// NodeLost tells a proxy that its channel's node is gone; Session is the session a
+// session's or chat's proxy tells its subscribers of.
+type NodeLost struct{ Session string }
+
+// doc is the state of a session's or a chat's channel as a proxy folds it: the
+// owner's snapshot, then each action through the session's or chat's own reducer.
+type doc struct {
+	kind    Kind
+	session messages.SessionState
+	chat    messages.ChatState
+}
+
+// load takes the owner's snapshot of the state.
+func (d *doc) load(raw json.RawMessage) error {
+	if d.kind == Session {
+		d.session = messages.SessionState{}
+		return json.Unmarshal(raw, &d.session)
+	}
+	d.chat = messages.ChatState{}
+	return json.Unmarshal(raw, &d.chat)
+}
+
+// state is a copy of the state, for a snapshot.
+func (d *doc) state() any {
+	if d.kind == Session {
+		return d.session.Clone()
+	}
+	return d.chat.Clone()
+}
+
+// fold folds one frame from the owner and returns its action and origin, to be
+// stamped here; false for a frame that is no action.
+func (d *doc) fold(f []byte) (json.RawMessage, *messages.Origin, bool) {
+	env, ok := readEnvelope(f)
+	if !ok {
+		if at, ok := wire.Dated(f); ok && d.kind == Chat && d.chat != nil {
+			d.chat.SetModifiedAt(at)
+		}
+		return nil, nil, false
+	}
+	var a map[string]any
+	if json.Unmarshal(env.Action, &a) != nil {
+		return nil, nil, false
+	}
+	if d.kind == Session {
+		messages.ReduceSession(d.session, a)
+	} else {
+		messages.ReduceChat(d.chat, a)
+	}
+	return env.Action, env.Origin, true
+}
+
+// sessionGoneFrame tells a subscriber of a session's or chat's channel whose node was
+// lost that the session is gone from this host's view: root/sessionRemoved, as every
+// root subscriber hears, scoped to the channel it subscribed (params.channel, which
+// is how a client routes a notification to that subscription), with _meta.reason
+// "node lost" as a lost terminal's terminal/exited has. When the node comes back the
+// session is listed again (root/sessionAdded) and may be subscribed anew.
+func sessionGoneFrame(channel, session string) []byte {
+	f, _ := messages.NotificationFrame("root/sessionRemoved", map[string]any{
+		"channel": channel, "session": session, "_meta": map[string]any{"reason": "node lost"}})
+	return f
+}
+
+func (d *doc) reset() { d.session, d.chat = nil, nil }
+
+// A chat's view across nodes. A chat holds its newest turns and pages older ones in
+// when a subscriber's view asks for them (session.ShowTurns). A proxy of a chat holds
+// what its owner's chat holds for the proxy's one subscription, which its first
+// subscriber's view asked for (wire.Subscribe.Turns). A later subscriber here whose
+// view wants more waits while the proxy asks the owner to bring it in
+// (wire.ShowTurns): the chat/turnsLoaded that brings the turns reaches the proxy
+// through its subscription, folded and handed to the subscribers it has, and the
+// answer (wire.TurnsShown) comes behind it on the same way, so the waiting subscriber's
+// snapshot holds the turns and it hears of nothing twice.
+
+// showLapsed is the deadline of a proxy's wire.ShowTurns.
+type showLapsed struct{ gen, round uint64 }
+
+// holds says whether the state has what a view of turns asks for (nil: every turn):
+// a chat with nothing older to page in holds every view; a session's state has no
+// turns.
+func (d *doc) holds(turns *int) bool {
+	if d == nil || d.kind != Chat || d.chat.TurnsCursor() == "" {
+		return true
+	}
+	return turns != nil && d.chat.TurnCount() >= *turns
+}
+
+// covers says whether a view of asked (nil: every turn) asks at least what one of
+// turns does.
+func covers(asked, turns *int) bool {
+	return asked == nil || (turns != nil && *turns <= *asked)
+}
+
+// view answers a subscribe here whose view the proxy's chat does not hold yet, once
+// the owner brought in what it asks for.
+func (p *proxy) view(w waiter) {
+	p.viewing = append(p.viewing, w)
+	if p.showing {
+		return // checked again when the owner answers
+	}
+	var most *int
+	for i, v := range p.viewing {
+		if v.turns == nil {
+			most = nil
+			break
+		}
+		if i == 0 || *v.turns > *most {
+			most = v.turns
+		}
+	}
+	p.round++
+	p.showing, p.asked = true, most
+	p.system.Root.Send(p.owner, &wire.ShowTurns{URI: p.uri, Proxy: p.inbox, Gen: p.gen, Round: p.round, Turns: most})
+	self, system, gen, round := p.self, p.system, p.gen, p.round
+	time.AfterFunc(subscribeDeadline, func() { system.Root.Send(self, &showLapsed{gen: gen, round: round}) })
+}
+
+// shown takes the owner's answer (or its lapse): the subscribes whose views it
+// covered are answered with what the proxy holds now, as a subscribe on the owner is
+// when older turns cannot be read; the rest ask again.
+func (p *proxy) shown(gen, round uint64) {
+	if !p.showing || gen != p.gen || round != p.round || p.phase != live {
+		return
+	}
+	p.showing = false
+	viewing := p.viewing
+	p.viewing = nil
+	p.answer(viewing)
+}
+
+// answer answers the subscribes the proxy's copy serves now: those whose view it
+// holds, or whose view the owner was last asked for (asked), which is what the owner
+// holds when it could not read more. The rest wait while the owner is asked (view).
+func (p *proxy) answer(waiting []waiter) {
+	var more []waiter
+	for _, w := range waiting {
+		if !covers(p.asked, w.turns) && !p.doc.holds(w.turns) {
+			more = append(more, w)
+			continue
+		}
+		p.subs[w.sub] = true
+		p.system.Root.Send(w.sender, p.snapshot())
+	}
+	for _, w := range more {
+		p.view(w)
+	}
 }

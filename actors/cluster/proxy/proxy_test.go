@@ -1,4 +1,4 @@
-package cluster
+package proxy
 
 import (
 	"math/rand/v2"
