@@ -3,10 +3,8 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,14 +12,13 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
 
-	"github.com/labstack/echo"
 	"github.com/termhost/termhost/actors/cluster/nodeauth"
+	"github.com/termhost/termhost/actors/cluster/seeds"
 	"github.com/termhost/termhost/actors/cluster/users"
 	"github.com/termhost/termhost/actors/cluster/wire"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -44,7 +41,7 @@ type Options struct {
 	NodeAddr string
 	// Etcd are the etcd endpoints (URLs or host:port) membership is kept in.
 	Etcd []string
-	// Seeds are the automanaged provider's HTTP addresses (host:port) of every node,
+	// Seeds are the seeds provider's HTTP addresses (host:port) of every node,
 	// this one's included: each is polled for who runs there.
 	Seeds []string
 	// SeedPort is where this node answers the seeds provider's polls. Default the
@@ -175,6 +172,7 @@ func Join(system *actor.ActorSystem, opts Options) (_ *Member, err error) {
 		return nil, err
 	}
 	var provider pcluster.ClusterProvider
+	var seedsListener net.Listener
 	switch {
 	case len(opts.Etcd) > 0 && len(opts.Seeds) > 0:
 		return nil, errors.New("cluster: name one provider: --etcd or --seeds, not both")
@@ -188,16 +186,14 @@ func Join(system *actor.ActorSystem, opts Options) (_ *Member, err error) {
 		if opts.SeedPort == 0 {
 			opts.SeedPort = port + 1
 		}
-		p, ln, err := seedsProvider(system, opts, host, port)
+		// The port is bound here, before the node joins: a node nobody can poll
+		// would be listed by no other node while it listed them all.
+		ln, err := net.Listen("tcp", fmt.Sprintf(":%d", opts.SeedPort))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("cluster: the seeds port (--seed-port, default the node's port + 1): %w", err)
 		}
-		defer func() {
-			if err != nil {
-				ln.Close()
-			}
-		}()
-		provider = p
+		seedsListener = ln
+		provider = seeds.New(ln, opts.Seeds, seeds.Options{Logger: opts.Logger})
 	default:
 		return nil, errors.New("cluster: a membership provider is required: --etcd URL,… or --seeds HOST:PORT,…")
 	}
@@ -208,6 +204,9 @@ func Join(system *actor.ActorSystem, opts Options) (_ *Member, err error) {
 	sub := view.watch(system)
 	if err := startMember(c); err != nil {
 		system.EventStream.Unsubscribe(sub)
+		if seedsListener != nil {
+			_ = seedsListener.Close()
+		}
 		return nil, err
 	}
 	return &Member{opts: opts, system: system, cluster: c, addr: system.Address(), instance: system.ID, topology: view}, nil
@@ -279,27 +278,6 @@ func memberAddrs(members []*pcluster.Member, self string) map[string]bool {
 		}
 	}
 	return out
-}
-
-// seedsProvider is the automanaged provider with the HTTP server it is polled on
-// made here: the provider's own prints a line to stdout when it starts, and stdout
-// carries only the host's contract line. It answers what the provider's own would.
-// Its port is bound here, before the node joins: the provider binds it in the
-// background and only logs when it cannot, and a node nobody can poll is listed by
-// no other node while it lists them all (it hears them, they never hear of it).
-func seedsProvider(system *actor.ActorSystem, opts Options, host string, port int) (pcluster.ClusterProvider, net.Listener, error) {
-	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", opts.SeedPort))
-	if err != nil {
-		return nil, nil, fmt.Errorf("cluster: the seeds port (--seed-port, default the node's port + 1): %w", err)
-	}
-	e := echo.New()
-	e.Listener = ln
-	e.HideBanner, e.HidePort = true, true
-	e.Logger.SetOutput(io.Discard)
-	e.GET("/_health", func(c echo.Context) error {
-		return c.JSON(http.StatusOK, automanaged.NewNode(opts.Cluster, system.ID, host, port, opts.SeedPort, []string{}))
-	})
-	return automanaged.NewWithTesting(time.Second, opts.SeedPort, e, opts.Seeds...), ln, nil
 }
 
 // Ping times one round trip from this node to the node actor at addr (host:port)

@@ -31,7 +31,7 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.nodeAddr, "node-addr", "", "HOST:PORT other nodes reach this node at (with --cluster)")
 	fs.StringVar(&c.nodeName, "node-name", "", "this node's name on rows and in createTerminal's _meta.node (default: --node-addr)")
 	fs.StringVar(&c.etcd, "etcd", "", "URL,…: the etcd cluster membership is kept in")
-	fs.StringVar(&c.seeds, "seeds", "", "HOST:PORT,…: every node's seed address (the automanaged provider; this node's included)")
+	fs.StringVar(&c.seeds, "seeds", "", "HOST:PORT,…: every node's seed address (the seeds provider, polled once a second; this node's included)")
 	fs.IntVar(&c.seedPort, "seed-port", 0, "the port this node answers --seeds polls on (default: the --node-addr port + 1)")
 	fs.StringVar(&c.secretFile, "cluster-secret-file", "", "file holding the cluster's shared secret (else $"+clusterSecretEnv+")")
 	fs.StringVar(&c.tls.Cert, "cluster-cert", "", "PEM certificate of this node, for mutual TLS between nodes")

@@ -801,8 +801,14 @@ func listOf(rows map[string]string) []messages.TerminalInfo {
 // the only place a refused join shows, so it is polled under the deadline.
 func waitLog(t *testing.T, ctx context.Context, n *clusterNode, parts ...string) {
 	t.Helper()
+	waitLogSince(t, ctx, n, 0, parts...)
+}
+
+// waitLogSince is waitLog for a line written after the first from bytes of n's log.
+func waitLogSince(t *testing.T, ctx context.Context, n *clusterNode, from int, parts ...string) {
+	t.Helper()
 	for {
-		for _, line := range strings.Split(n.logs(), "\n") {
+		for _, line := range strings.Split(n.logs()[from:], "\n") {
 			if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(line, p) }) {
 				return
 			}

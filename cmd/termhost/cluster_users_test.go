@@ -29,7 +29,7 @@ func TestClusterUsersWithSeeds(t *testing.T) {
 
 // seedsFlags gives each of n nodes (slot 0 to n-1) its seeds provider flags: every
 // node's seed address is in every node's list, the late ones' included, as the
-// automanaged provider polls only the addresses it is given.
+// seeds provider polls only the addresses it is given.
 func seedsFlags(t *testing.T, n int) func(slot int) []string {
 	ports := make([]int, n)
 	var seeds []string
