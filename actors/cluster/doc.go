@@ -1,5 +1,6 @@
 // Package cluster owns what makes several termhost nodes one host: the membership
-// (protoactor-go's cluster package, with its etcd provider or our "seeds" one, package seeds),
+// (protoactor-go's cluster package, with providers of our own over etcd, package
+// etcdmembers, or over a list of seeds, package seeds),
 // the nodes' authentication of one another (a shared secret on every gRPC call of
 // protoactor-go's remote, and mutual TLS when certificates are given), and every
 // message that passes between nodes.

@@ -12,16 +12,15 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
 
+	"github.com/termhost/termhost/actors/cluster/etcdmembers"
 	"github.com/termhost/termhost/actors/cluster/nodeauth"
 	"github.com/termhost/termhost/actors/cluster/seeds"
 	"github.com/termhost/termhost/actors/cluster/users"
 	"github.com/termhost/termhost/actors/cluster/wire"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/termhost/termhost/actors/delivery"
 )
@@ -177,9 +176,9 @@ func Join(system *actor.ActorSystem, opts Options) (_ *Member, err error) {
 	case len(opts.Etcd) > 0 && len(opts.Seeds) > 0:
 		return nil, errors.New("cluster: name one provider: --etcd or --seeds, not both")
 	case len(opts.Etcd) > 0:
-		p, err := etcd.NewWithConfig("/termhost", clientv3.Config{Endpoints: opts.Etcd, DialTimeout: 5 * time.Second})
+		p, err := etcdmembers.New(opts.Etcd, etcdmembers.Options{Logger: opts.Logger})
 		if err != nil {
-			return nil, fmt.Errorf("cluster: etcd: %w", err)
+			return nil, fmt.Errorf("cluster: %w", err)
 		}
 		provider = p
 	case len(opts.Seeds) > 0:

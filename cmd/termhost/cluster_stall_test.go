@@ -1,7 +1,7 @@
 package main
 
 import (
-	"slices"
+	"context"
 	"strings"
 	"syscall"
 	"testing"
@@ -10,14 +10,34 @@ import (
 	"github.com/termhost/termhost/messages"
 )
 
-// A node that stalls (a long pause, a busy machine's stolen time; SIGSTOP here) misses
-// a poll of the seeds provider. It stays in the cluster: once it runs again, a client
-// of another node types into its terminal and sees the answer, and its terminal never
-// exited there. (protoactor-go's own automanaged provider dropped a node at its first
-// missed poll, and a member dropped once is refused by every node for good.)
+// A node that stalls (a long pause, a busy machine's stolen time; SIGSTOP here) long
+// enough for the membership provider to notice stays in the cluster: once it runs
+// again, a client of another node types into its terminal and sees the answer, and
+// its terminal never exited there. (protoactor-go's own providers dropped such a
+// node at once, and a member dropped once is refused by every node for good.)
 func TestClusterSeedsNodeThatStallsStays(t *testing.T) {
 	t.Parallel()
 	ctx, a, b, _ := seedsCluster(t)
+	// The seeds provider's sign: node a missed a poll of node b's seed.
+	stallUntil(t, ctx, a, b, "a seed did not answer this node's poll", "127.0.0.1:"+b.arg("--seed-port"))
+}
+
+func TestClusterEtcdNodeThatStallsStays(t *testing.T) {
+	t.Parallel()
+	endpoint := startEtcd(t)
+	bin := buildBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+	t.Cleanup(cancel)
+	a, b, c := startThreeNodes(t, bin, func(int) []string { return []string{"--etcd", endpoint} }, "the cluster's secret")
+	rootsThatListEveryNode(t, ctx, a, b, c)
+	// The etcd provider's sign: node b's lease expired, and node a saw its key go.
+	stallUntil(t, ctx, a, b, "a member's key vanished from etcd", b.nodeAddr)
+}
+
+// stallUntil stops node b until node a logs a line holding every one of sign (the
+// provider noticed), and then has a client of node a type into b's terminal.
+func stallUntil(t *testing.T, ctx context.Context, a, b *clusterNode, sign ...string) {
+	t.Helper()
 	watcher := a.dial(ctx, "watcher")
 	st, onB, _ := subscribeStream(t, ctx, watcher, "ahp-terminal:/on-b")
 	onB.data.WriteString(st.Text())
@@ -27,7 +47,7 @@ func TestClusterSeedsNodeThatStallsStays(t *testing.T) {
 	if err := b.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	waitLogSince(t, ctx, a, before, seedMissLine, "127.0.0.1:"+b.arg("--seed-port"))
+	waitLogSince(t, ctx, a, before, sign...)
 	if err := b.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -41,14 +61,12 @@ func TestClusterSeedsNodeThatStallsStays(t *testing.T) {
 	}
 }
 
-// seedMissLine is in what a node logs when a seed did not answer its poll (one miss,
-// or the last before it lets the seed's node go).
-const seedMissLine = "a seed did not answer this node's poll"
-
 // arg is the value n was started with for flag.
 func (n *clusterNode) arg(flag string) string {
-	if i := slices.Index(n.args, flag); i >= 0 && i+1 < len(n.args) {
-		return n.args[i+1]
+	for i, a := range n.args {
+		if a == flag && i+1 < len(n.args) {
+			return n.args[i+1]
+		}
 	}
 	return ""
 }
