@@ -146,7 +146,7 @@ func (n *node) Receive(ctx actor.Context) {
 		if n.members[msg.addr] && n.peers[msg.addr] == nil {
 			if !n.warned[msg.addr] {
 				n.warned[msg.addr] = true
-				n.m.opts.Logger.Warn("a member of the cluster did not answer this node's hello; it may not hold the cluster's secret", "addr", msg.addr)
+				n.m.opts.Logger.Warn("a member of the cluster did not answer this node's hello; it may not hold the cluster's secret, or it let this node go when this node stalled past the membership provider's wait (then only a restart of this node brings it back)", "addr", msg.addr)
 			}
 			n.greet(ctx, msg.addr, false)
 		}

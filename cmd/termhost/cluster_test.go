@@ -522,8 +522,8 @@ func rootsThatListEveryNode(t *testing.T, ctx context.Context, a, b, c *clusterN
 	createOn(t, ctx, rootA, "root-a", "ahp-terminal:/on-a", "a")
 	createOn(t, ctx, rootB, "root-b", "ahp-terminal:/on-b", "b")
 	createOn(t, ctx, rootC, "root-c", "ahp-terminal:/on-c", "c")
-	for _, r := range []*client.Conn{rootA, rootB, rootC} {
-		waitList(t, ctx, r, "every node's terminal on every node's list", hasRows(terminalOfEachNode()))
+	for i, r := range []*client.Conn{rootA, rootB, rootC} {
+		waitList(t, ctx, r, "every node's terminal on node "+[]string{"a", "b", "c"}[i]+"'s list", hasRows(terminalOfEachNode()))
 	}
 	return rootA, rootB, rootC
 }
