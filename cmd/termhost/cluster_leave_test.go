@@ -1,0 +1,32 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// A node stopped with SIGTERM marks its key in etcd as leaving before it removes it:
+// the others let it go at once, not after the grace a key that vanished gets (a dead
+// node's, or a stalled one's). (Its terminal leaves their lists before that either
+// way: a node that stops ends its terminals and says so.)
+func TestClusterEtcdNodeThatLeavesGoesAtOnce(t *testing.T) {
+	t.Parallel()
+	endpoint := startEtcd(t)
+	bin := buildBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+	t.Cleanup(cancel)
+	a, b, c := startThreeNodes(t, bin, func(int) []string { return []string{"--etcd", endpoint} }, "the cluster's secret")
+	rootA, _, _ := rootsThatListEveryNode(t, ctx, a, b, c)
+
+	c.stop()
+	two := map[string]string{"ahp-terminal:/on-a": "a", "ahp-terminal:/on-b": "b"}
+	waitList(t, ctx, rootA, "node c's terminal off node a's list", hasRows(two))
+	waitLog(t, ctx, a, "a node was lost", c.nodeAddr, "the membership provider no longer lists it")
+	// Let go past the grace, node a would have said so before it took node c for lost.
+	for _, line := range strings.Split(a.logs(), "\n") {
+		if strings.Contains(line, "past the grace") && strings.Contains(line, c.nodeAddr) {
+			t.Fatalf("node a waited out the grace for node c, which left: %s", line)
+		}
+	}
+}
