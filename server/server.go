@@ -445,6 +445,13 @@ func (s *Server) Drain(ctx context.Context) error {
 // Shutdown closes every connection with StatusGoingAway, ends every terminal's
 // process group, and stops the actor system.
 func (s *Server) Shutdown(ctx context.Context) error {
+	if s.member != nil {
+		// The other nodes place nothing here from now on. Until their provider
+		// lets this node go (seconds: three missed polls with seeds), they would
+		// otherwise place a new terminal on the node with the fewest: this one,
+		// its terminals ending.
+		s.member.Drain()
+	}
 	s.mu.Lock()
 	s.closing = true
 	conns := make([]*websocket.Conn, 0, len(s.conns))

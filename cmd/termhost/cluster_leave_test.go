@@ -30,3 +30,19 @@ func TestClusterEtcdNodeThatLeavesGoesAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// A node that stops with SIGTERM tells the others first that it takes no new
+// terminals: until their provider lets it go (three missed polls with seeds), a
+// terminal placed with no node named goes to a node that is still there, though the
+// one stopping holds the fewest.
+func TestClusterNodeThatStopsIsPassedByAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx, a, _, c := seedsCluster(t)
+	placer := a.dial(ctx, "placer")
+	c.stop()
+	const uri = "ahp-terminal:/placed"
+	createOn(t, ctx, placer, "placer", uri, "")
+	if node := rootRows(t, ctx, placer)[uri]; node != "a" && node != "b" {
+		t.Fatalf("a terminal placed just after node c stopped went to %q", node)
+	}
+}
