@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
 )
@@ -12,12 +11,8 @@ import (
 // way: a node that stops ends its terminals and says so.)
 func TestClusterEtcdNodeThatLeavesGoesAtOnce(t *testing.T) {
 	t.Parallel()
-	endpoint := startEtcd(t)
-	bin := buildBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
-	t.Cleanup(cancel)
-	a, b, c := startThreeNodes(t, bin, func(int) []string { return []string{"--etcd", endpoint} }, "the cluster's secret")
-	rootA, _, _ := rootsThatListEveryNode(t, ctx, a, b, c)
+	ctx, a, _, c := etcdCluster(t)
+	rootA := a.dial(ctx, "root-a2")
 
 	c.stop()
 	two := map[string]string{"ahp-terminal:/on-a": "a", "ahp-terminal:/on-b": "b"}

@@ -24,12 +24,7 @@ func TestClusterSeedsNodeThatStallsStays(t *testing.T) {
 
 func TestClusterEtcdNodeThatStallsStays(t *testing.T) {
 	t.Parallel()
-	endpoint := startEtcd(t)
-	bin := buildBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
-	t.Cleanup(cancel)
-	a, b, c := startThreeNodes(t, bin, func(int) []string { return []string{"--etcd", endpoint} }, "the cluster's secret")
-	rootsThatListEveryNode(t, ctx, a, b, c)
+	ctx, a, b, _ := etcdCluster(t)
 	// The etcd provider's sign: node b's lease expired, and node a saw its key go.
 	stallUntil(t, ctx, a, b, "a member's key vanished from etcd", b.nodeAddr)
 }

@@ -559,6 +559,20 @@ func seedsCluster(t *testing.T, extra ...string) (ctx context.Context, a, b, c *
 	return ctx, a, b, c
 }
 
+// etcdCluster starts an etcd and three nodes that keep their membership in it, and
+// returns once every node lists every node's terminal, with a context that bounds
+// the test.
+func etcdCluster(t *testing.T, extra ...string) (ctx context.Context, a, b, c *clusterNode) {
+	t.Helper()
+	endpoint := startEtcd(t)
+	bin := buildBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+	t.Cleanup(cancel)
+	a, b, c = startThreeNodes(t, bin, func(int) []string { return append([]string{"--etcd", endpoint}, extra...) }, "the cluster's secret")
+	rootsThatListEveryNode(t, ctx, a, b, c)
+	return ctx, a, b, c
+}
+
 // terminalOfEachNode is the rows rootsThatListEveryNode opens: URI to node.
 func terminalOfEachNode() map[string]string {
 	return map[string]string{"ahp-terminal:/on-a": "a", "ahp-terminal:/on-b": "b", "ahp-terminal:/on-c": "c"}

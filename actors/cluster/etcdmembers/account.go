@@ -62,6 +62,12 @@ func (a *Account) Put(n Node) {
 	a.present[n.ID] = n
 }
 
+// Present is the node whose key etcd holds under id, if any.
+func (a *Account) Present(id string) (Node, bool) {
+	n, ok := a.present[id]
+	return n, ok
+}
+
 // Delete is a key gone at now: its node stays a member for the grace.
 func (a *Account) Delete(id string, now time.Time) {
 	n, ok := a.present[id]

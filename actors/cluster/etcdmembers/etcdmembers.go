@@ -269,7 +269,7 @@ func (p *Provider) watch(ctx context.Context, c *pcluster.Cluster) {
 						}
 						account.Put(n)
 					case clientv3.EventTypeDelete:
-						if n, ok := account.present[id]; ok {
+						if n, ok := account.Present(id); ok {
 							p.opts.Logger.Debug("a member's key vanished from etcd; it stays a member for the grace", "addr", n.addr(), "grace", p.opts.Grace)
 						}
 						account.Delete(id, now)

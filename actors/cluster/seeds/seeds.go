@@ -141,7 +141,7 @@ func (p *Provider) Shutdown(bool) error {
 	p.mu.Unlock()
 	if server != nil {
 		_ = server.Close()
-	} else {
+	} else if p.ln != nil {
 		_ = p.ln.Close()
 	}
 	if stop != nil {
